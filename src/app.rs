@@ -1,0 +1,121 @@
+//! The composition root: builds the store, the bus, the projections and the
+//! HTTP router from [`Settings`], and runs them together until told to stop.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::{Bus, BusError, LocalBus, NatsBus};
+use crate::config::Settings;
+use crate::crypto::signing::{KeyError, SealKey};
+use crate::store::{Db, EventLog, StoreError};
+use crate::{http, projection};
+
+#[derive(Debug, Error)]
+pub enum StartError {
+    #[error("cannot open the event store: {0}")]
+    Store(#[from] StoreError),
+    #[error("cannot load the seal signing key: {0}")]
+    Key(#[from] KeyError),
+    #[error("cannot connect to NATS: {0}")]
+    Bus(#[from] BusError),
+    #[error("cannot listen: {0}")]
+    Listen(#[from] std::io::Error),
+}
+
+/// Everything the running service shares; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct App {
+    pub settings: Arc<Settings>,
+    pub log: EventLog,
+    pub bus: Bus,
+    pub seal_key: SealKey,
+    pub started: Instant,
+}
+
+impl App {
+    /// Opens the store the settings name (SQLite unless `DATABASE_URL` is
+    /// set) and the bus (in-process unless `SERVICE_NATS_URL` is set).
+    pub async fn build(settings: Settings) -> Result<Self, StartError> {
+        let db = match &settings.database_url {
+            Some(url) => {
+                Db::connect_postgres(url.expose(), settings.database_max_connections).await?
+            }
+            None => Db::open_sqlite(&settings.data_dir).await?,
+        };
+        let seal_key = SealKey::load_or_create(
+            settings.signing_key.as_ref().map(|s| s.expose()),
+            &settings.data_dir,
+        )?;
+        let log = EventLog::new(db);
+        let bus = match &settings.nats_url {
+            Some(url) => Bus::Nats(NatsBus::connect(url).await?),
+            None => Bus::Local(LocalBus::new(log.backend())),
+        };
+        Ok(Self {
+            settings: Arc::new(settings),
+            log,
+            bus,
+            seal_key,
+            started: Instant::now(),
+        })
+    }
+
+    /// Serves the API on `api` and runs the relay, the projections and the
+    /// sealer until `stop` fires; then waits for each to finish.
+    pub async fn run(self, api: TcpListener, stop: CancellationToken) -> Result<(), StartError> {
+        let mut tasks = JoinSet::new();
+        let bus = self.bus.clone();
+        let (log, token) = (self.log.clone(), stop.clone());
+        tasks.spawn(async move { bus.run_relay(log, token).await });
+        for consumer in projection::runners(&self.log) {
+            let (bus, log, token) = (self.bus.clone(), self.log.clone(), stop.clone());
+            tasks.spawn(async move { bus.run_consumer(log, consumer, token).await });
+        }
+        let (log, key, interval, token) = (
+            self.log.clone(),
+            self.seal_key.clone(),
+            self.settings.seal_interval,
+            stop.clone(),
+        );
+        tasks.spawn(async move { run_sealer(log, key, interval, token).await });
+
+        let router = http::router(self.clone());
+        let token = stop.clone();
+        let served = axum::serve(api, router)
+            .with_graceful_shutdown(async move { token.cancelled().await })
+            .await;
+        stop.cancel();
+        while tasks.join_next().await.is_some() {}
+        self.log.db().close().await;
+        served.map_err(StartError::Listen)
+    }
+}
+
+/// Seals new events every `interval` until `stop`.
+async fn run_sealer(
+    log: EventLog,
+    key: SealKey,
+    interval: std::time::Duration,
+    stop: CancellationToken,
+) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        match log.seal_now(&key).await {
+            Ok(Some(seal)) => {
+                tracing::info!(seal = seal.seal_number, events = seal.event_count, "sealed")
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "sealing failed; will retry"),
+        }
+    }
+}

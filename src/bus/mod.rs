@@ -1,0 +1,107 @@
+//! The event bus: carries committed events from the relay to every consumer.
+//!
+//! Guarantees, on both back ends: each consumer sees every committed event at
+//! least once, in feed order (so each stream in sequence order), resuming
+//! after a restart from its own durable checkpoint. Duplicates are possible
+//! (a crash between handling and checkpointing, a JetStream redelivery);
+//! consumers skip anything at or before their checkpoint and projections also
+//! guard by stream and sequence.
+
+pub mod local;
+pub mod nats;
+
+use std::sync::Arc;
+
+use agon_projections::{Cursor, EventRecord};
+use async_trait::async_trait;
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{EventLog, StoreError};
+
+pub use local::LocalBus;
+pub use nats::NatsBus;
+
+#[derive(Debug, Error)]
+pub enum BusError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("NATS: {0}")]
+    Nats(String),
+    #[error("event message is not a valid event record: {0}")]
+    BadMessage(#[from] serde_json::Error),
+}
+
+/// Something that reacts to committed events: a projection, a reactor, a pusher.
+#[async_trait]
+pub trait Consumer: Send + Sync + 'static {
+    /// Unique and stable: it names the checkpoint and the durable subscription.
+    fn name(&self) -> &str;
+
+    /// The cursor of the last event whose effects are durable.
+    async fn checkpoint(&self) -> Result<Cursor, StoreError>;
+
+    /// Handles a batch of events in feed order, each after the checkpoint, and
+    /// makes their effects and the new checkpoint durable before returning.
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError>;
+}
+
+/// The bus of the chosen back end.
+#[derive(Debug, Clone)]
+pub enum Bus {
+    Local(LocalBus),
+    Nats(NatsBus),
+}
+
+impl Bus {
+    /// Moves committed events from the log onto the bus until `stop`.
+    pub async fn run_relay(&self, log: EventLog, stop: CancellationToken) {
+        match self {
+            Bus::Local(bus) => bus.run_relay(log, stop).await,
+            Bus::Nats(bus) => bus.run_relay(log, stop).await,
+        }
+    }
+
+    /// Feeds `consumer` from its checkpoint on, until `stop`.
+    pub async fn run_consumer(
+        &self,
+        log: EventLog,
+        consumer: Arc<dyn Consumer>,
+        stop: CancellationToken,
+    ) {
+        match self {
+            Bus::Local(bus) => bus.run_consumer(log, consumer, stop).await,
+            Bus::Nats(bus) => bus.run_consumer(consumer, stop).await,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Bus::Local(_) => "in-process",
+            Bus::Nats(_) => "nats-jetstream",
+        }
+    }
+}
+
+/// Events of `batch` that lie after `checkpoint`.
+pub(crate) fn after_checkpoint(batch: &[EventRecord], checkpoint: Cursor) -> &[EventRecord] {
+    let start = batch.partition_point(|event| event.cursor <= checkpoint);
+    &batch[start..]
+}
+
+/// A store page turned into records.
+pub(crate) fn to_records(
+    page: Vec<crate::store::StoredEvent>,
+) -> Result<Vec<EventRecord>, StoreError> {
+    page.into_iter()
+        .map(crate::store::StoredEvent::into_record)
+        .collect()
+}
+
+/// Waits `delay` unless `stop` fires first; false when stopped.
+pub(crate) async fn pause(stop: &CancellationToken, delay: std::time::Duration) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep(delay) => true,
+    }
+}

@@ -1,0 +1,219 @@
+//! The production bus: NATS JetStream.
+//!
+//! The relay publishes each committed event, in feed order, to stream
+//! `AGON_EVENTS` on subject `events.<aggregate_type>.<aggregate_id>` with
+//! `Nats-Msg-Id` set to the event id, awaits every ack, and only then moves
+//! its checkpoint (kept in the database, not in NATS). A resend after a crash
+//! or an outage is dropped by JetStream's duplicate window. Consumers are
+//! durable pull consumers with explicit ack. PostgreSQL stays the source of
+//! truth: while NATS is down commands still commit, and the relay catches up
+//! from its checkpoint when NATS is back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agon_projections::EventRecord;
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, consumer, stream};
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::{BusError, Consumer, after_checkpoint, pause, to_records};
+use crate::store::EventLog;
+
+/// The JetStream stream that carries every event.
+pub const STREAM: &str = "AGON_EVENTS";
+/// The relay's checkpoint name in the database.
+pub const RELAY_CHECKPOINT: &str = "relay.nats";
+const PAGE: i64 = 1_000;
+const BATCH: usize = 500;
+const RETRY_DELAY: Duration = Duration::from_millis(500);
+/// Longer than any relay outage we expect to resend across.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A JetStream connection.
+#[derive(Clone)]
+pub struct NatsBus {
+    jetstream: jetstream::Context,
+}
+
+impl std::fmt::Debug for NatsBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NatsBus")
+    }
+}
+
+fn nats_error(e: impl std::fmt::Display) -> BusError {
+    BusError::Nats(e.to_string())
+}
+
+/// `events.<aggregate_type>.<aggregate_id>`, with characters that NATS treats
+/// specially (`.`, `*`, `>`, white space) replaced by `_`.
+pub fn subject(event: &EventRecord) -> String {
+    fn token(s: &str) -> String {
+        let cleaned: String = s
+            .chars()
+            .map(|c| {
+                if c == '.' || c == '*' || c == '>' || c.is_whitespace() {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        if cleaned.is_empty() {
+            "_".to_owned()
+        } else {
+            cleaned
+        }
+    }
+    format!(
+        "events.{}.{}",
+        token(&event.aggregate_type),
+        token(&event.aggregate_id)
+    )
+}
+
+impl NatsBus {
+    /// Connects to `url`. The connection is retried in the background when the
+    /// server is not up yet, so the service starts (and commits) without it.
+    pub async fn connect(url: &str) -> Result<Self, BusError> {
+        let client = async_nats::ConnectOptions::new()
+            .retry_on_initial_connect()
+            .connection_timeout(Duration::from_secs(5))
+            .connect(url)
+            .await
+            .map_err(nats_error)?;
+        Ok(Self {
+            jetstream: jetstream::new(client),
+        })
+    }
+
+    /// Whether the client is connected to a server now.
+    pub fn connected(&self) -> bool {
+        self.jetstream.client().connection_state() == async_nats::connection::State::Connected
+    }
+
+    async fn stream(&self) -> Result<stream::Stream, BusError> {
+        self.jetstream
+            .get_or_create_stream(stream::Config {
+                name: STREAM.to_owned(),
+                subjects: vec!["events.>".to_owned()],
+                storage: stream::StorageType::File,
+                duplicate_window: DUPLICATE_WINDOW,
+                ..Default::default()
+            })
+            .await
+            .map_err(nats_error)
+    }
+
+    pub(super) async fn run_relay(&self, log: EventLog, stop: CancellationToken) {
+        while !stop.is_cancelled() {
+            match self.relay_until_idle(&log).await {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "NATS relay paused; resuming from its checkpoint")
+                }
+            }
+            let mut commits = log.subscribe_commits();
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = commits.changed() => {}
+                () = tokio::time::sleep(RETRY_DELAY) => {}
+            }
+        }
+    }
+
+    /// Publishes one page after the relay checkpoint; true when it published any.
+    async fn relay_until_idle(&self, log: &EventLog) -> Result<bool, BusError> {
+        let checkpoint = log.load_checkpoint(RELAY_CHECKPOINT).await?;
+        let events = to_records(log.read_feed(checkpoint, PAGE).await?)?;
+        let Some(last) = events.last() else {
+            return Ok(false);
+        };
+        let last = last.cursor;
+        self.stream().await?;
+        let mut acks = Vec::with_capacity(events.len());
+        for event in &events {
+            let mut headers = HeaderMap::new();
+            headers.insert("Nats-Msg-Id", event.event_id.as_str());
+            let body = serde_json::to_vec(event)?;
+            let ack = self
+                .jetstream
+                .publish_with_headers(subject(event), headers, body.into())
+                .await
+                .map_err(nats_error)?;
+            acks.push(ack);
+        }
+        for ack in acks {
+            ack.await.map_err(nats_error)?;
+        }
+        log.save_checkpoint(RELAY_CHECKPOINT, last).await?;
+        Ok(true)
+    }
+
+    pub(super) async fn run_consumer(&self, consumer: Arc<dyn Consumer>, stop: CancellationToken) {
+        while !stop.is_cancelled() {
+            if let Err(e) = self.consume(consumer.as_ref(), &stop).await {
+                tracing::warn!(consumer = consumer.name(), error = %e, "NATS consumer paused; resuming");
+                if !pause(&stop, RETRY_DELAY).await {
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn consume(
+        &self,
+        consumer: &dyn Consumer,
+        stop: &CancellationToken,
+    ) -> Result<(), BusError> {
+        let durable = consumer.name().replace(['.', '*', '>', ' '], "_");
+        let pull = self
+            .stream()
+            .await?
+            .get_or_create_consumer(
+                &durable,
+                consumer::pull::Config {
+                    durable_name: Some(durable.clone()),
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    deliver_policy: consumer::DeliverPolicy::All,
+                    filter_subject: "events.>".to_owned(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(nats_error)?;
+        let mut checkpoint = consumer.checkpoint().await?;
+        while !stop.is_cancelled() {
+            let mut messages = pull
+                .batch()
+                .max_messages(BATCH)
+                .expires(Duration::from_secs(1))
+                .messages()
+                .await
+                .map_err(nats_error)?;
+            let mut received = Vec::new();
+            let mut events = Vec::new();
+            while let Some(message) = messages.next().await {
+                let message = message.map_err(nats_error)?;
+                events.push(serde_json::from_slice::<EventRecord>(&message.payload)?);
+                received.push(message);
+            }
+            // JetStream order is the relay's feed order; anything at or before
+            // the checkpoint is a redelivery of work already done.
+            events.sort_by_key(|e| e.cursor);
+            let fresh = after_checkpoint(&events, checkpoint);
+            if let Some(last) = fresh.last() {
+                let next = last.cursor;
+                consumer.handle(fresh).await?;
+                checkpoint = next;
+            }
+            for message in received {
+                message.ack().await.map_err(nats_error)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,3 @@
+//! Key material and cryptographic helpers used by the service.
+
+pub mod signing;

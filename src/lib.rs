@@ -1,0 +1,15 @@
+//! Agon, a multi-agent debate service on an event-sourced CQRS core.
+//!
+//! Layout: [`store`] is the hash-chained event log (SQLite or PostgreSQL) and
+//! its ordered feed; [`bus`] carries the feed to consumers (in-process or NATS
+//! JetStream); [`projection`] runs the read models of `agon-projections`;
+//! [`http`] is the API face; [`app`] wires them from [`config`]. Pure domain
+//! logic lives in the `agon-aggregates` crate and never sees this IO.
+
+pub mod app;
+pub mod bus;
+pub mod config;
+pub mod crypto;
+pub mod http;
+pub mod projection;
+pub mod store;

@@ -1,0 +1,213 @@
+//! The `agon` command: `serve`, `verify`, `seal`, `replay`, `keys public`.
+
+use std::process::ExitCode;
+
+use agon::app::App;
+use agon::config::Settings;
+use agon::projection;
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(name = "agon", version, about = "Agon: a multi-agent debate service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the service.
+    Serve {
+        /// Port of the HTTP API.
+        #[arg(long, default_value_t = 8080)]
+        api_port: u16,
+        /// Port of the WebSocket endpoint `/ws`.
+        #[arg(long, default_value_t = 8765)]
+        ws_port: u16,
+        /// Address to bind.
+        #[arg(long, default_value = "0.0.0.0")]
+        host: String,
+    },
+    /// Check every stream's hash chain and every seal; exit 1 at the first break.
+    Verify {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Seal the events committed since the last seal, now.
+    Seal,
+    /// Rebuild read models from the whole log.
+    Replay {
+        /// One projection by name; all when omitted.
+        #[arg(long)]
+        projection: Option<String>,
+    },
+    /// Show key material.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Print the hex ed25519 public key that verifies seals.
+    Public,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(e) => return fail(&e),
+    };
+    init_logging(&settings);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&e),
+    };
+    runtime.block_on(run(cli.command, settings))
+}
+
+async fn run(command: Command, settings: Settings) -> ExitCode {
+    let app = match App::build(settings).await {
+        Ok(app) => app,
+        Err(e) => return fail(&e),
+    };
+    match command {
+        Command::Serve {
+            api_port,
+            ws_port,
+            host,
+        } => serve(app, &host, api_port, ws_port).await,
+        Command::Verify { json } => verify(&app, json).await,
+        Command::Seal => match app.log.seal_now(&app.seal_key).await {
+            Ok(Some(seal)) => {
+                println!(
+                    "seal {} covers {} events",
+                    seal.seal_number, seal.event_count
+                );
+                ExitCode::SUCCESS
+            }
+            Ok(None) => {
+                println!("nothing to seal");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+        Command::Replay { projection } => replay(&app, projection).await,
+        Command::Keys {
+            command: KeysCommand::Public,
+        } => {
+            println!("{}", app.seal_key.public_hex());
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+async fn serve(app: App, host: &str, api_port: u16, ws_port: u16) -> ExitCode {
+    let listener = match TcpListener::bind((host, api_port)).await {
+        Ok(listener) => listener,
+        Err(e) => return fail(&format!("cannot listen on {host}:{api_port}: {e}")),
+    };
+    tracing::info!(
+        api_port,
+        ws_port,
+        store = app.log.backend().name(),
+        bus = app.bus.name(),
+        "agon serving"
+    );
+    let stop = CancellationToken::new();
+    tokio::spawn(stop_on_signal(stop.clone()));
+    match app.run(listener, stop).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+async fn verify(app: &App, json: bool) -> ExitCode {
+    let report = match app.log.verify(&app.seal_key.public_hex()).await {
+        Ok(report) => report,
+        Err(e) => return fail(&e),
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else if let Some(problem) = &report.problem {
+        println!("BROKEN: {problem}");
+    } else {
+        println!(
+            "intact: {} events in {} streams, {} seals, {} events not sealed yet",
+            report.events_checked,
+            report.streams_checked,
+            report.seals_checked,
+            report.unsealed_events
+        );
+    }
+    if report.intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+async fn replay(app: &App, only: Option<String>) -> ExitCode {
+    let names: Vec<String> = match only {
+        Some(name) => vec![name],
+        None => projection::ALL.iter().map(|n| (*n).to_owned()).collect(),
+    };
+    for name in names {
+        match projection::rebuild(&app.log, &name).await {
+            Ok(Some(events)) => println!("{name}: rebuilt from {events} events"),
+            Ok(None) => {
+                return fail(&format!(
+                    "unknown projection {name:?}; known: {}",
+                    projection::ALL.join(", ")
+                ));
+            }
+            Err(e) => return fail(&e),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+async fn stop_on_signal(stop: CancellationToken) {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down");
+    stop.cancel();
+}
+
+fn init_logging(settings: &Settings) {
+    let filter = tracing_subscriber::EnvFilter::new(settings.log_level.directive());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if settings.log_json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn fail(error: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("agon: {error}");
+    ExitCode::from(2)
+}

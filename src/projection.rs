@@ -1,0 +1,181 @@
+//! Runs the pure projections of `agon-projections` against the database.
+//!
+//! Per batch, in one transaction: lock and load the view, skip every event
+//! whose stream already reached that sequence (the guard, keyed by stream and
+//! sequence, makes re-delivery harmless), fold the rest in, save the view and
+//! the checkpoint. Several replicas may run the same projection; the row lock
+//! makes them take turns and the guard makes the loser's batch a no-op.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use agon_projections::{AdminStats, Cursor, EventRecord, Projection};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::bus::Consumer;
+use crate::store::db::{PoolRef, with_pool};
+use crate::store::{EventLog, StoreError};
+
+/// Names of every projection the service runs.
+pub const ALL: [&str; 1] = [AdminStats::NAME];
+
+/// A projection hooked to the store as a bus consumer.
+pub struct ProjectionRunner<P: Projection> {
+    log: EventLog,
+    _projection: PhantomData<P>,
+}
+
+impl<P: Projection> ProjectionRunner<P> {
+    pub fn new(log: EventLog) -> Self {
+        Self {
+            log,
+            _projection: PhantomData,
+        }
+    }
+
+    /// The stored view, or the empty one before the first event.
+    pub async fn view(&self) -> Result<P::View, StoreError> {
+        load_view::<P>(&self.log).await
+    }
+}
+
+/// The stored view of `P`.
+pub async fn load_view<P: Projection>(log: &EventLog) -> Result<P::View, StoreError> {
+    let text: Option<String> = with_pool!(log.db().reader(), pool => {
+        sqlx::query_scalar("SELECT view FROM projection_views WHERE projection = $1")
+            .bind(P::NAME)
+            .fetch_optional(pool)
+            .await?
+    });
+    Ok(match text {
+        Some(text) => serde_json::from_str(&text)?,
+        None => P::View::default(),
+    })
+}
+
+fn checkpoint_name(projection: &str) -> String {
+    format!("projection.{projection}")
+}
+
+#[async_trait]
+impl<P: Projection> Consumer for ProjectionRunner<P> {
+    fn name(&self) -> &str {
+        P::NAME
+    }
+
+    async fn checkpoint(&self) -> Result<Cursor, StoreError> {
+        self.log.load_checkpoint(&checkpoint_name(P::NAME)).await
+    }
+
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError> {
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        let lock_sql = match self.log.db().writer() {
+            PoolRef::Postgres(_) => {
+                "SELECT view FROM projection_views WHERE projection = $1 FOR UPDATE"
+            }
+            PoolRef::Sqlite(_) => "SELECT view FROM projection_views WHERE projection = $1",
+        };
+        with_pool!(self.log.db().writer(), pool => {
+            let mut tx = pool.begin().await?;
+            // Make sure the row exists so that the lock below has something to hold.
+            sqlx::query("INSERT INTO projection_views (projection, view) VALUES ($1, $2) ON CONFLICT (projection) DO NOTHING")
+                .bind(P::NAME)
+                .bind(serde_json::to_string(&P::View::default())?)
+                .execute(&mut *tx)
+                .await?;
+            let text: String = sqlx::query_scalar(lock_sql).bind(P::NAME).fetch_one(&mut *tx).await?;
+            let mut view: P::View = serde_json::from_str(&text)?;
+            for event in batch {
+                let fresh = sqlx::query(
+                    "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (projection, aggregate_type, aggregate_id) \
+                     DO UPDATE SET last_sequence = excluded.last_sequence \
+                     WHERE projection_guards.last_sequence < excluded.last_sequence",
+                )
+                .bind(P::NAME)
+                .bind(&event.aggregate_type)
+                .bind(&event.aggregate_id)
+                .bind(event.sequence)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if fresh == 1 {
+                    P::apply(&mut view, event);
+                }
+            }
+            sqlx::query("UPDATE projection_views SET view = $2 WHERE projection = $1")
+                .bind(P::NAME)
+                .bind(serde_json::to_string(&view)?)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(crate::store::CHECKPOINT_UPSERT)
+                .bind(checkpoint_name(P::NAME))
+                .bind(last.cursor.txid)
+                .bind(last.cursor.position)
+                .bind(crate::store::now())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+}
+
+/// Every projection runner the service starts.
+pub fn runners(log: &EventLog) -> Vec<Arc<dyn Consumer>> {
+    vec![Arc::new(ProjectionRunner::<AdminStats>::new(log.clone()))]
+}
+
+/// Drops `name`'s view, guards and checkpoint and rebuilds it from the whole log.
+/// Returns the number of events replayed; `None` for an unknown name.
+pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, StoreError> {
+    match name {
+        AdminStats::NAME => rebuild_one::<AdminStats>(log).await.map(Some),
+        _ => Ok(None),
+    }
+}
+
+async fn rebuild_one<P: Projection>(log: &EventLog) -> Result<u64, StoreError> {
+    with_pool!(log.db().writer(), pool => {
+        let mut tx = pool.begin().await?;
+        for sql in [
+            "DELETE FROM projection_views WHERE projection = $1",
+            "DELETE FROM projection_guards WHERE projection = $1",
+        ] {
+            sqlx::query(sql).bind(P::NAME).execute(&mut *tx).await?;
+        }
+        sqlx::query("DELETE FROM checkpoints WHERE consumer = $1")
+            .bind(checkpoint_name(P::NAME))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+    });
+    let runner = ProjectionRunner::<P>::new(log.clone());
+    let mut cursor = Cursor::START;
+    let mut replayed = 0u64;
+    loop {
+        let page = log.read_feed(cursor, 1_000).await?;
+        let Some(last) = page.last() else { break };
+        cursor = last.cursor();
+        replayed += page.len() as u64;
+        let records = page
+            .into_iter()
+            .map(crate::store::StoredEvent::into_record)
+            .collect::<Result<Vec<_>, _>>()?;
+        runner.handle(&records).await?;
+    }
+    Ok(replayed)
+}
+
+/// A view as JSON, for callers that pick a projection by name.
+pub async fn view_json(log: &EventLog, name: &str) -> Result<Option<Value>, StoreError> {
+    match name {
+        AdminStats::NAME => Ok(Some(serde_json::to_value(
+            load_view::<AdminStats>(log).await?,
+        )?)),
+        _ => Ok(None),
+    }
+}

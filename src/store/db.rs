@@ -1,0 +1,139 @@
+//! The two database back ends behind one handle, and the macro that runs the
+//! same SQL on either.
+//!
+//! Both back ends accept `$1`-style parameters, `ON CONFLICT` and `RETURNING`,
+//! so most statements are written once and expanded for each pool by
+//! [`with_pool!`]. Only the feed read and the migrations differ.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, SqlitePool};
+
+use super::StoreError;
+
+/// Which database holds the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// Connection pools of the chosen back end.
+#[derive(Debug, Clone)]
+pub enum Db {
+    /// SQLite allows one writer at a time; a one-connection write pool makes
+    /// writers queue in the process instead of failing with `SQLITE_BUSY`.
+    Sqlite {
+        writer: SqlitePool,
+        reader: SqlitePool,
+    },
+    Postgres(PgPool),
+}
+
+/// A borrowed pool, for [`with_pool!`].
+#[derive(Debug, Clone, Copy)]
+pub enum PoolRef<'a> {
+    Sqlite(&'a SqlitePool),
+    Postgres(&'a PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to whichever pool `$db` (a [`PoolRef`]) holds.
+macro_rules! with_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::store::db::PoolRef::Sqlite($pool) => $body,
+            $crate::store::db::PoolRef::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+impl Db {
+    /// Opens (creating if needed) the SQLite file `agon.db` in `data_dir`, in WAL mode.
+    pub async fn open_sqlite(data_dir: &Path) -> Result<Db, StoreError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
+            path: data_dir.display().to_string(),
+            source,
+        })?;
+        let options = SqliteConnectOptions::new()
+            .filename(data_dir.join("agon.db"))
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.read_only(true))
+            .await?;
+        sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
+        Ok(Db::Sqlite { writer, reader })
+    }
+
+    /// Connects to PostgreSQL at `url` and applies the migrations.
+    pub async fn connect_postgres(url: &str, max_connections: u32) -> Result<Db, StoreError> {
+        let options = PgConnectOptions::from_str(url)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        Ok(Db::Postgres(pool))
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            Db::Sqlite { .. } => Backend::Sqlite,
+            Db::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The pool for statements that write.
+    pub fn writer(&self) -> PoolRef<'_> {
+        match self {
+            Db::Sqlite { writer, .. } => PoolRef::Sqlite(writer),
+            Db::Postgres(pool) => PoolRef::Postgres(pool),
+        }
+    }
+
+    /// The pool for statements that only read.
+    pub fn reader(&self) -> PoolRef<'_> {
+        match self {
+            Db::Sqlite { reader, .. } => PoolRef::Sqlite(reader),
+            Db::Postgres(pool) => PoolRef::Postgres(pool),
+        }
+    }
+
+    /// Answers whether the database takes a trivial query.
+    pub async fn ping(&self) -> bool {
+        with_pool!(self.reader(), pool => sqlx::query("SELECT 1").execute(pool).await.is_ok())
+    }
+
+    pub async fn close(&self) {
+        match self {
+            Db::Sqlite { writer, reader } => {
+                writer.close().await;
+                reader.close().await;
+            }
+            Db::Postgres(pool) => pool.close().await,
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The ordered feed of committed events, and consumers' checkpoints.
+//!
+//! Guarantee: reading repeatedly from the last returned cursor yields every
+//! committed event exactly once, in an order that keeps each stream's
+//! sequence order. On PostgreSQL an identity column alone cannot give this:
+//! a transaction that took position 7 may commit after one that took 8, and a
+//! reader that passed 8 would never see 7. So the feed orders by the writing
+//! transaction's id and returns only transactions older than the oldest one
+//! still in flight (`pg_snapshot_xmin`); every later commit lands behind the
+//! cursor. A later event of a stream is written only after its predecessor
+//! committed, so it always has the larger transaction id. SQLite has a single
+//! writer, so position order is commit order.
+
+use agon_projections::Cursor;
+use chrono::{SecondsFormat, Utc};
+
+use super::db::{Db, with_pool};
+use super::rows::{EVENT_COLUMNS, StoredEvent};
+use super::{EventLog, StoreError};
+
+impl EventLog {
+    /// Up to `limit` committed events after `after`, in feed order.
+    pub async fn read_feed(
+        &self,
+        after: Cursor,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = match self.db() {
+            Db::Postgres(pool) => {
+                let sql = format!(
+                    "SELECT {EVENT_COLUMNS} FROM events \
+                     WHERE (txid, position) > ($1, $2) \
+                       AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
+                     ORDER BY txid, position LIMIT $3"
+                );
+                sqlx::query_as(&sql)
+                    .bind(after.txid)
+                    .bind(after.position)
+                    .bind(limit)
+                    .fetch_all(pool)
+                    .await?
+            }
+            Db::Sqlite { reader, .. } => {
+                let sql = format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE position > $1 ORDER BY position LIMIT $2"
+                );
+                sqlx::query_as(&sql)
+                    .bind(after.position)
+                    .bind(limit)
+                    .fetch_all(reader)
+                    .await?
+            }
+        };
+        Ok(rows)
+    }
+
+    /// The cursor of the newest event the feed returns now (the start when empty).
+    pub async fn feed_head(&self) -> Result<Cursor, StoreError> {
+        let row: Option<(i64, i64)> = match self.db() {
+            Db::Postgres(pool) => {
+                sqlx::query_as(
+                    "SELECT txid, position FROM events \
+                     WHERE txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
+                     ORDER BY txid DESC, position DESC LIMIT 1",
+                )
+                .fetch_optional(pool)
+                .await?
+            }
+            Db::Sqlite { reader, .. } => {
+                sqlx::query_as("SELECT txid, position FROM events ORDER BY position DESC LIMIT 1")
+                    .fetch_optional(reader)
+                    .await?
+            }
+        };
+        Ok(row.map_or(Cursor::START, |(txid, position)| Cursor { txid, position }))
+    }
+
+    /// The last cursor `consumer` finished, or the start.
+    pub async fn load_checkpoint(&self, consumer: &str) -> Result<Cursor, StoreError> {
+        let row: Option<(i64, i64)> = with_pool!(self.db().reader(), pool => {
+            sqlx::query_as("SELECT txid, position FROM checkpoints WHERE consumer = $1")
+                .bind(consumer)
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(row.map_or(Cursor::START, |(txid, position)| Cursor { txid, position }))
+    }
+
+    /// Records that `consumer` has handled everything up to `cursor`.
+    pub async fn save_checkpoint(&self, consumer: &str, cursor: Cursor) -> Result<(), StoreError> {
+        with_pool!(self.db().writer(), pool => {
+            sqlx::query(CHECKPOINT_UPSERT)
+                .bind(consumer)
+                .bind(cursor.txid)
+                .bind(cursor.position)
+                .bind(now())
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Forgets `consumer`'s checkpoint, so it starts again from the first event.
+    pub async fn reset_checkpoint(&self, consumer: &str) -> Result<(), StoreError> {
+        with_pool!(self.db().writer(), pool => {
+            sqlx::query("DELETE FROM checkpoints WHERE consumer = $1")
+                .bind(consumer)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+}
+
+/// Upserts one checkpoint row: `$1` consumer, `$2` txid, `$3` position, `$4` time.
+pub(crate) const CHECKPOINT_UPSERT: &str = "INSERT INTO checkpoints (consumer, txid, position, updated_at) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (consumer) DO UPDATE SET txid = excluded.txid, position = excluded.position, \
+     updated_at = excluded.updated_at";
+
+pub(crate) fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true)
+}

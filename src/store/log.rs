@@ -1,0 +1,270 @@
+//! Appending to and loading streams of the event log.
+//!
+//! An append is one transaction: every event of one command goes in together,
+//! each linked to its predecessor by the hash chain, and the unique key on
+//! `(aggregate_type, aggregate_id, sequence)` lets exactly one of two
+//! concurrent writers win.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::{SecondsFormat, Utc};
+use cqrs_es::persist::SerializedEvent;
+use serde_json::Value;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::StoreError;
+use super::chain::{ChainedFields, GENESIS, Hash, canonical_text, hash_from_slice};
+use super::db::{Backend, Db, with_pool};
+use super::rows::{EVENT_COLUMNS, StoredEvent};
+
+/// How many stream heads the hash cache keeps before it starts afresh.
+const HEAD_CACHE_LIMIT: usize = 65_536;
+
+type StreamKey = (String, String);
+
+/// The event log: the one place that writes events.
+#[derive(Debug, Clone)]
+pub struct EventLog {
+    db: Db,
+    /// Last known `(sequence, hash)` of recently used streams. A committed
+    /// event's hash never changes, so a hit saves the read of the predecessor;
+    /// a stale entry can only name an older sequence, which the unique key
+    /// then rejects as a conflict.
+    heads: Arc<Mutex<HashMap<StreamKey, (i64, Hash)>>>,
+    /// Counts local commits so the relay wakes at once instead of polling.
+    commits: Arc<watch::Sender<u64>>,
+}
+
+/// An event ready to be inserted.
+struct Row {
+    event_id: String,
+    sequence: i64,
+    event_type: String,
+    event_version: String,
+    payload: String,
+    metadata: String,
+    prev_hash: Hash,
+    hash: Hash,
+}
+
+impl EventLog {
+    pub fn new(db: Db) -> Self {
+        Self {
+            db,
+            heads: Arc::default(),
+            commits: Arc::new(watch::channel(0).0),
+        }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.db.backend()
+    }
+
+    /// A receiver that changes whenever this process commits events.
+    pub fn subscribe_commits(&self) -> watch::Receiver<u64> {
+        self.commits.subscribe()
+    }
+
+    /// Appends the events of one command to one stream, atomically.
+    ///
+    /// The store stamps `event_id` and `recorded_at` into each event's
+    /// metadata unless the caller supplied them.
+    pub async fn append(&self, events: &[SerializedEvent]) -> Result<(), StoreError> {
+        self.append_with_snapshot(events, None).await
+    }
+
+    pub(super) async fn append_with_snapshot(
+        &self,
+        events: &[SerializedEvent],
+        snapshot: Option<(Value, i64)>,
+    ) -> Result<(), StoreError> {
+        let Some(first) = events.first() else {
+            return Ok(());
+        };
+        let aggregate_type = first.aggregate_type.as_str();
+        let aggregate_id = first.aggregate_id.as_str();
+        let first_sequence = to_i64(first.sequence);
+        let contiguous = events.iter().enumerate().all(|(i, e)| {
+            e.aggregate_type == aggregate_type
+                && e.aggregate_id == aggregate_id
+                && to_i64(e.sequence) == first_sequence + to_i64(i)
+        });
+        if !contiguous || first_sequence < 1 {
+            return Err(StoreError::NonContiguousAppend);
+        }
+        let key = (aggregate_type.to_owned(), aggregate_id.to_owned());
+        let cached = self.cached_head(&key, first_sequence - 1);
+        let conflict = || StoreError::Conflict {
+            aggregate_type: aggregate_type.to_owned(),
+            aggregate_id: aggregate_id.to_owned(),
+            sequence: first_sequence,
+        };
+
+        with_pool!(self.db.writer(), pool => {
+            let mut tx = pool.begin().await?;
+            let mut prev_hash = match (first_sequence, cached) {
+                (1, _) => GENESIS,
+                (_, Some(hash)) => hash,
+                _ => {
+                    let stored: Option<Vec<u8>> = sqlx::query_scalar(
+                        "SELECT hash FROM events \
+                         WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence = $3",
+                    )
+                    .bind(aggregate_type)
+                    .bind(aggregate_id)
+                    .bind(first_sequence - 1)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    stored.as_deref().and_then(hash_from_slice).ok_or_else(conflict)?
+                }
+            };
+            for event in events {
+                let row = chain_row(event, prev_hash)?;
+                let inserted = sqlx::query(
+                    "INSERT INTO events (event_id, aggregate_type, aggregate_id, sequence, \
+                     event_type, event_version, payload, metadata, prev_hash, hash) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                )
+                .bind(&row.event_id)
+                .bind(aggregate_type)
+                .bind(aggregate_id)
+                .bind(row.sequence)
+                .bind(&row.event_type)
+                .bind(&row.event_version)
+                .bind(&row.payload)
+                .bind(&row.metadata)
+                .bind(&row.prev_hash[..])
+                .bind(&row.hash[..])
+                .execute(&mut *tx)
+                .await;
+                match inserted {
+                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                        return Err(conflict());
+                    }
+                    other => other?,
+                };
+                prev_hash = row.hash;
+            }
+            if let Some((aggregate, version)) = &snapshot {
+                let last_sequence = first_sequence + to_i64(events.len()) - 1;
+                sqlx::query(
+                    "INSERT INTO snapshots (aggregate_type, aggregate_id, last_sequence, \
+                     snapshot_version, payload) VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET \
+                     last_sequence = excluded.last_sequence, \
+                     snapshot_version = excluded.snapshot_version, payload = excluded.payload",
+                )
+                .bind(aggregate_type)
+                .bind(aggregate_id)
+                .bind(last_sequence)
+                .bind(*version)
+                .bind(canonical_text(aggregate)?)
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await?;
+            let last_sequence = first_sequence + to_i64(events.len()) - 1;
+            self.remember_head(key, last_sequence, prev_hash);
+        });
+        self.commits.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(())
+    }
+
+    /// Every event of one stream, by sequence, after `after_sequence`.
+    pub async fn load_stream(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+        after_sequence: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM events \
+             WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3 ORDER BY sequence"
+        );
+        let rows: Vec<StoredEvent> = with_pool!(self.db.reader(), pool => {
+            sqlx::query_as(&sql)
+                .bind(aggregate_type)
+                .bind(aggregate_id)
+                .bind(after_sequence)
+                .fetch_all(pool)
+                .await?
+        });
+        if let Some((last, hash)) = rows
+            .last()
+            .and_then(|r| Some((r, hash_from_slice(&r.hash)?)))
+        {
+            let key = (aggregate_type.to_owned(), aggregate_id.to_owned());
+            self.remember_head(key, last.sequence, hash);
+        }
+        Ok(rows)
+    }
+
+    fn cached_head(&self, key: &StreamKey, sequence: i64) -> Option<Hash> {
+        let heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
+        match heads.get(key) {
+            Some((cached_sequence, hash)) if *cached_sequence == sequence => Some(*hash),
+            _ => None,
+        }
+    }
+
+    fn remember_head(&self, key: StreamKey, sequence: i64, hash: Hash) {
+        let mut heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
+        if heads.len() >= HEAD_CACHE_LIMIT && !heads.contains_key(&key) {
+            heads.clear();
+        }
+        let newer = heads.get(&key).is_none_or(|(known, _)| *known < sequence);
+        if newer {
+            heads.insert(key, (sequence, hash));
+        }
+    }
+}
+
+/// Stamps the store's metadata, canonicalises and hashes one event.
+fn chain_row(event: &SerializedEvent, prev_hash: Hash) -> Result<Row, StoreError> {
+    let mut metadata = match &event.metadata {
+        Value::Object(map) => map.clone(),
+        Value::Null => serde_json::Map::new(),
+        other => serde_json::Map::from_iter([("value".to_owned(), other.clone())]),
+    };
+    let event_id = match metadata.get("event_id") {
+        Some(Value::String(id)) => id.clone(),
+        _ => Uuid::now_v7().to_string(),
+    };
+    metadata.insert("event_id".to_owned(), Value::String(event_id.clone()));
+    metadata
+        .entry("recorded_at")
+        .or_insert_with(|| Value::String(Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true)));
+    let metadata = Value::Object(metadata);
+    let sequence = to_i64(event.sequence);
+    let fields = ChainedFields {
+        aggregate_type: &event.aggregate_type,
+        aggregate_id: &event.aggregate_id,
+        sequence,
+        event_type: &event.event_type,
+        event_version: &event.event_version,
+        payload: &event.payload,
+        metadata: &metadata,
+    };
+    let hash = fields.hash(&prev_hash)?;
+    Ok(Row {
+        event_id,
+        sequence,
+        event_type: event.event_type.clone(),
+        event_version: event.event_version.clone(),
+        payload: canonical_text(&event.payload)?,
+        metadata: canonical_text(&metadata)?,
+        prev_hash,
+        hash,
+    })
+}
+
+/// Sequences and counts fit an `i64` long before they could fill a disk.
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,54 @@
+//! The hash-chained, append-only event store and everything that reads it in
+//! order: the feed, the relay, seals and verification.
+//!
+//! Only this module knows the SQL of the event log. Aggregates reach it
+//! through cqrs-es's `PersistedEventRepository` seam ([`EventLog`]) and never
+//! see a hash; consumers reach it through the feed ([`EventLog::read_feed`]),
+//! which never skips an event, even one whose transaction commits late.
+
+pub mod chain;
+pub mod db;
+mod feed;
+pub(crate) use feed::{CHECKPOINT_UPSERT, now};
+mod log;
+pub mod merkle;
+mod repository;
+mod rows;
+pub mod seal;
+pub mod verify;
+
+pub use db::{Backend, Db};
+pub use log::EventLog;
+pub use rows::StoredEvent;
+
+use thiserror::Error;
+
+/// What can go wrong in the event store.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// Another writer appended to the stream first (optimistic concurrency).
+    #[error(
+        "stream {aggregate_type}/{aggregate_id} was changed concurrently at sequence {sequence}"
+    )]
+    Conflict {
+        aggregate_type: String,
+        aggregate_id: String,
+        sequence: i64,
+    },
+    #[error("events of one append must be one stream with contiguous sequences")]
+    NonContiguousAppend,
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    #[error("event could not be serialized: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot use data directory {path}: {source}")]
+    DataDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("stored event at position {position} is malformed: {what}")]
+    Malformed { position: i64, what: &'static str },
+}
