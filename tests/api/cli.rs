@@ -1,0 +1,148 @@
+//! The `agon` binary: verify, seal, replay, keys, and clear start-up errors.
+
+use std::process::{Command, Output};
+
+use crate::support::{Kind, TestStore, on_both_backends};
+use crate::tamper::{FLIP_PAYLOAD_BYTE, exec, sealed_store};
+
+on_both_backends! {
+    verify_exits_zero_when_intact_and_names_the_break => verify_exits_zero_when_intact_and_names_the_break;
+    seal_and_replay_commands_work => seal_and_replay_commands_work;
+}
+
+pub fn agon(store: &TestStore, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agon"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    command.env("SERVICE_DATA_DIR", store.dir.path());
+    if let Some(url) = &store.database_url {
+        command.env("DATABASE_URL", url);
+    }
+    command.output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+async fn verify_exits_zero_when_intact_and_names_the_break(kind: Kind) {
+    let (store, key) = sealed_store(kind).await;
+    let public = agon(&store, &["keys", "public"]);
+    assert!(public.status.success());
+    assert_eq!(stdout(&public).trim(), key.public_hex());
+
+    let intact = agon(&store, &["verify"]);
+    assert_eq!(intact.status.code(), Some(0), "{}", stdout(&intact));
+    assert!(stdout(&intact).starts_with("intact: 17 events in 4 streams, 1 seals"));
+
+    exec(&store.log, FLIP_PAYLOAD_BYTE).await;
+    let broken = agon(&store, &["verify"]);
+    assert_eq!(broken.status.code(), Some(1));
+    let text = stdout(&broken);
+    assert!(
+        text.contains("event tally/s2 sequence 3 (position"),
+        "{text}"
+    );
+    assert!(text.contains("hash does not match"), "{text}");
+
+    let json = agon(&store, &["verify", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["problem"]["kind"], "event");
+    assert_eq!(report["problem"]["aggregate_id"], "s2");
+    assert_eq!(report["problem"]["sequence"], 3);
+}
+
+async fn seal_and_replay_commands_work(kind: Kind) {
+    let (store, _key) = sealed_store(kind).await;
+    let sealed = agon(&store, &["seal"]);
+    assert!(sealed.status.success());
+    assert_eq!(stdout(&sealed).trim(), "seal 2 covers 2 events");
+    assert_eq!(stdout(&agon(&store, &["seal"])).trim(), "nothing to seal");
+
+    let replay = agon(&store, &["replay", "--projection", "admin_stats"]);
+    assert!(replay.status.success());
+    assert_eq!(
+        stdout(&replay).trim(),
+        "admin_stats: rebuilt from 17 events"
+    );
+    let all = agon(&store, &["replay"]);
+    assert!(all.status.success() && stdout(&all).contains("admin_stats"));
+    let unknown = agon(&store, &["replay", "--projection", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown projection \"nope\""));
+}
+
+fn one_line_error(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("agon: ")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    lines[0].to_owned()
+}
+
+fn run_with(env: &[(&str, &str)], args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agon"));
+    command
+        .args(args)
+        .env_clear()
+        .env("SERVICE_DATA_DIR", dir.path());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn bad_configuration_is_one_clear_line() {
+    let key = one_line_error(&run_with(
+        &[("SERVICE_SIGNING_KEY", "not-hex")],
+        &["keys", "public"],
+    ));
+    assert!(
+        key.contains("SERVICE_SIGNING_KEY must be 64 hexadecimal characters"),
+        "{key}"
+    );
+
+    let port = crate::support::free_port();
+    let url = format!("postgres://nobody@127.0.0.1:{port}/none");
+    let db = one_line_error(&run_with(&[("DATABASE_URL", &url)], &["verify"]));
+    assert!(db.starts_with("agon: cannot open the event store:"), "{db}");
+
+    let level = one_line_error(&run_with(&[("SERVICE_LOG_LEVEL", "LOUD")], &["verify"]));
+    assert!(level.contains("SERVICE_LOG_LEVEL"), "{level}");
+
+    let bad_url = one_line_error(&run_with(&[("DATABASE_URL", "mysql://x")], &["verify"]));
+    assert!(
+        bad_url.starts_with("agon: cannot open the event store:"),
+        "{bad_url}"
+    );
+}
+
+#[test]
+fn signing_key_is_generated_once_and_configurable() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |env: &[(&str, &str)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agon"));
+        command
+            .args(["keys", "public"])
+            .env_clear()
+            .env("SERVICE_DATA_DIR", dir.path());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let generated = run(&[]);
+    assert_eq!(generated.len(), 64);
+    assert_eq!(run(&[]), generated);
+    let seed = "01".repeat(32);
+    let configured = run(&[("SERVICE_SIGNING_KEY", &seed)]);
+    assert_ne!(configured, generated);
+    assert_eq!(configured.len(), 64);
+}

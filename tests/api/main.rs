@@ -1,0 +1,15 @@
+//! Black-box and conformance tests: one binary, a module per area.
+//!
+//! Every store test runs twice, against SQLite and against a real PostgreSQL
+//! (`AGON_TEST_DATABASE_URL`, started by `ops/test.sh`); bus tests run against
+//! real nats-server processes (`AGON_TEST_NATS_SERVER`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod cli;
+mod feed;
+mod nats;
+mod serve;
+mod store;
+mod tamper;

@@ -1,0 +1,148 @@
+//! The NATS JetStream bus against real nats-server processes.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use agon::bus::{Bus, NatsBus};
+use tempfile::TempDir;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{
+    Kind, Recorder, assert_complete_and_ordered, fill_stream, free_port, fresh, on_both_backends,
+    wait_for_port,
+};
+
+on_both_backends! {
+    writers_reach_consumers_through_jetstream => writers_reach_consumers_through_jetstream;
+    nats_restart_mid_stream_loses_nothing => nats_restart_mid_stream_loses_nothing;
+}
+
+/// A nats-server with JetStream on its own port and storage directory.
+struct NatsServer {
+    child: Option<Child>,
+    port: u16,
+    dir: TempDir,
+}
+
+impl NatsServer {
+    async fn start() -> Self {
+        let mut server = Self {
+            child: None,
+            port: free_port(),
+            dir: tempfile::tempdir().unwrap(),
+        };
+        server.restart().await;
+        server
+    }
+
+    async fn restart(&mut self) {
+        let binary =
+            std::env::var("AGON_TEST_NATS_SERVER").unwrap_or_else(|_| "nats-server".to_owned());
+        let child = Command::new(binary)
+            .args([
+                "-js",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-sd",
+            ])
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server must be installed: run the tests through ops/test.sh");
+        self.child = Some(child);
+        wait_for_port(self.port).await;
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn spawn_bus(
+    bus: &Bus,
+    log: &agon::store::EventLog,
+    consumers: &[std::sync::Arc<Recorder>],
+    stop: &CancellationToken,
+) {
+    tokio::spawn({
+        let (bus, log, stop) = (bus.clone(), log.clone(), stop.clone());
+        async move { bus.run_relay(log, stop).await }
+    });
+    for consumer in consumers {
+        let (bus, log, stop, consumer) = (bus.clone(), log.clone(), stop.clone(), consumer.clone());
+        tokio::spawn(async move { bus.run_consumer(log, consumer, stop).await });
+    }
+}
+
+async fn write(log: &agon::store::EventLog, prefix: &str, streams: usize, per_stream: usize) {
+    let writers: Vec<_> = (0..streams)
+        .map(|w| {
+            let log = log.clone();
+            let id = format!("{prefix}{w}");
+            tokio::spawn(async move { fill_stream(&log, "tally", &id, per_stream).await })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+}
+
+async fn writers_reach_consumers_through_jetstream(kind: Kind) {
+    let server = NatsServer::start().await;
+    let store = fresh(kind).await;
+    let bus = Bus::Nats(NatsBus::connect(&server.url()).await.unwrap());
+    let stop = CancellationToken::new();
+    let (a, b) = (
+        Recorder::new("consumer-a", &store.log),
+        Recorder::new("consumer-b", &store.log),
+    );
+    spawn_bus(&bus, &store.log, &[a.clone(), b.clone()], &stop);
+    write(&store.log, "w", 8, 200).await;
+    for recorder in [&a, &b] {
+        let seen = recorder.wait_for(1_600, Duration::from_secs(60)).await;
+        assert_complete_and_ordered(&seen, 8, 200);
+    }
+    stop.cancel();
+}
+
+async fn nats_restart_mid_stream_loses_nothing(kind: Kind) {
+    let mut server = NatsServer::start().await;
+    let store = fresh(kind).await;
+    let bus = Bus::Nats(NatsBus::connect(&server.url()).await.unwrap());
+    let stop = CancellationToken::new();
+    let recorder = Recorder::new("survivor", &store.log);
+    spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);
+
+    write(&store.log, "a", 4, 50).await;
+    assert_eq!(
+        recorder.wait_for(200, Duration::from_secs(30)).await.len(),
+        200
+    );
+
+    server.stop();
+    // Commands still commit while NATS is down.
+    write(&store.log, "b", 4, 50).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.restart().await;
+    write(&store.log, "c", 4, 50).await;
+
+    let seen = recorder.wait_for(600, Duration::from_secs(90)).await;
+    assert_complete_and_ordered(&seen, 12, 50);
+    stop.cancel();
+}

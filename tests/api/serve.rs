@@ -1,0 +1,154 @@
+//! `agon serve`: health, admin statistics fed by the projection, JSON errors,
+//! and a clean stop on SIGTERM.
+
+use std::time::Duration;
+
+use agon::app::App;
+use agon::config::Settings;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{Kind, fill_stream, free_port, on_both_backends, wait_for_port};
+
+on_both_backends! {
+    health_and_stats => health_and_stats;
+}
+
+/// A running service on a random port.
+pub struct Spawned {
+    pub base: String,
+    pub app: App,
+    pub stop: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+pub async fn spawn_app(kind: Kind) -> Spawned {
+    let dir = tempfile::tempdir().unwrap();
+    let database_url = match kind {
+        Kind::Sqlite => None,
+        Kind::Postgres => Some(crate::support::fresh_postgres_database().await),
+    };
+    let data_dir = dir.path().to_str().unwrap().to_owned();
+    let settings = Settings::from_lookup(|name| match name {
+        "SERVICE_DATA_DIR" => Some(data_dir.clone()),
+        "DATABASE_URL" => database_url.clone(),
+        _ => None,
+    })
+    .unwrap();
+    let app = App::build(settings).await.unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn(app.clone().run(listener, stop.clone()));
+    Spawned {
+        base,
+        app,
+        stop,
+        _dir: dir,
+    }
+}
+
+async fn health_and_stats(kind: Kind) {
+    let spawned = spawn_app(kind).await;
+    let client = reqwest::Client::new();
+    let health = client
+        .get(format!("{}/api/health", spawned.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let body: Value = health.json().await.unwrap();
+    assert_eq!(body["status"], "healthy");
+    assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+    assert!(body["uptime"].as_f64().unwrap() >= 0.0);
+    assert_eq!(body["components"]["database"], "healthy");
+    assert_eq!(body["components"]["redis"], "not_configured");
+
+    let stats: Value = client
+        .get(format!("{}/api/admin/stats", spawned.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["active_debates"], 0);
+    assert_eq!(stats["total_events"], 0);
+
+    fill_stream(&spawned.app.log, "tally", "t", 4).await;
+    fill_stream(&spawned.app.log, "debate", "d", 1).await;
+    let mut stats = Value::Null;
+    for _ in 0..200 {
+        stats = client
+            .get(format!("{}/api/admin/stats", spawned.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if stats["total_events"] == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(stats["total_events"], 5, "{stats}");
+    assert_eq!(stats["events_by_aggregate_type"]["tally"], 4);
+    assert_eq!(stats["active_debates"], 1);
+
+    let missing = client
+        .get(format!("{}/api/nowhere", spawned.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let error: Value = missing.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "NOT_FOUND");
+    spawned.stop.cancel();
+}
+
+#[tokio::test]
+async fn the_binary_serves_health_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
+        .args([
+            "serve",
+            "--api-port",
+            &port.to_string(),
+            "--ws-port",
+            &free_port().to_string(),
+            "--host",
+            "127.0.0.1",
+        ])
+        .env_clear()
+        .env("SERVICE_DATA_DIR", dir.path())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    wait_for_port(port).await;
+    let body: Value = reqwest::get(format!("http://127.0.0.1:{port}/api/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["status"], "healthy");
+    assert!(
+        dir.path().join("agon.db").exists(),
+        "the embedded store lives in SERVICE_DATA_DIR"
+    );
+
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "exit after SIGTERM: {status:?}");
+}

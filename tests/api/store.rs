@@ -1,0 +1,227 @@
+//! Event store conformance: the same behaviour on SQLite and PostgreSQL.
+
+use std::time::Duration;
+
+use agon::bus::{Bus, LocalBus};
+use agon::store::StoreError;
+use cqrs_es::persist::PersistedEventStore;
+use cqrs_es::{AggregateError, CqrsFramework, EventStore};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::tally::{Add, Tally};
+use crate::support::{
+    Kind, Recorder, assert_complete_and_ordered, event, fill_stream, fresh, on_both_backends,
+};
+
+on_both_backends! {
+    append_and_load => append_and_load;
+    one_of_two_writers_wins => one_of_two_writers_wins;
+    cqrs_conflict_is_reported => cqrs_conflict_is_reported;
+    sixteen_writers_reach_every_consumer => sixteen_writers_reach_every_consumer;
+    consumer_restart_resumes_from_checkpoint => consumer_restart_resumes_from_checkpoint;
+    multi_event_commands_are_atomic => multi_event_commands_are_atomic;
+}
+
+async fn append_and_load(kind: Kind) {
+    let store = fresh(kind).await;
+    let cqrs = CqrsFramework::new(
+        PersistedEventStore::<_, Tally>::new_event_store(store.log.clone()),
+        vec![],
+        (),
+    );
+    for n in [5, 7, -2] {
+        cqrs.execute_with_metadata(
+            "t-1",
+            Add(n),
+            agon_aggregates::CommandMeta::by("alice").into_map(),
+        )
+        .await
+        .unwrap();
+    }
+    let rejected = cqrs.execute("t-1", Add(0)).await;
+    assert!(matches!(rejected, Err(AggregateError::UserError(_))));
+
+    let events = store.log.load_stream("tally", "t-1", 0).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(events[0].prev_hash, vec![0; 32]);
+    assert_eq!(events[1].prev_hash, events[0].hash);
+    assert_eq!(events[2].prev_hash, events[1].hash);
+    let metadata: serde_json::Value = serde_json::from_str(&events[0].metadata).unwrap();
+    assert_eq!(metadata["actor"], "alice");
+    assert!(
+        metadata["event_id"]
+            .as_str()
+            .is_some_and(|id| id == events[0].event_id)
+    );
+    assert!(metadata["recorded_at"].as_str().is_some());
+
+    let store_view = PersistedEventStore::<_, Tally>::new_event_store(store.log.clone());
+    let context = store_view.load_aggregate("t-1").await.unwrap();
+    assert_eq!(context.aggregate.total, 10);
+    let report = store.log.verify("unused").await.unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!((report.events_checked, report.streams_checked), (3, 1));
+}
+
+async fn one_of_two_writers_wins(kind: Kind) {
+    let store = fresh(kind).await;
+    fill_stream(&store.log, "tally", "s", 2).await;
+    for _ in 0..20 {
+        let next = store.log.load_stream("tally", "s", 0).await.unwrap().len() + 1;
+        let race = |log: agon::store::EventLog| {
+            tokio::spawn(async move { log.append(&[event("tally", "s", next)]).await })
+        };
+        let (a, b) = (race(store.log.clone()), race(store.log.clone()));
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        let conflicts = [&a, &b]
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::Conflict { .. })))
+            .count();
+        assert_eq!(
+            (a.is_ok() as u8 + b.is_ok() as u8, conflicts),
+            (1, 1),
+            "{a:?} {b:?}"
+        );
+    }
+    // A writer that skips ahead of the stream is refused too.
+    let gap = store.log.append(&[event("tally", "s", 40)]).await;
+    assert!(matches!(gap, Err(StoreError::Conflict { .. })), "{gap:?}");
+    assert!(store.log.verify("unused").await.unwrap().intact());
+}
+
+async fn cqrs_conflict_is_reported(kind: Kind) {
+    let store = fresh(kind).await;
+    let es = PersistedEventStore::<_, Tally>::new_event_store(store.log.clone());
+    let first = es.load_aggregate("c").await.unwrap();
+    let second = es.load_aggregate("c").await.unwrap();
+    let added = vec![crate::support::tally::TallyEvent::Added { n: 1 }];
+    es.commit(added.clone(), first, Default::default())
+        .await
+        .unwrap();
+    let lost = es.commit(added, second, Default::default()).await;
+    assert!(
+        matches!(lost, Err(AggregateError::AggregateConflict)),
+        "{lost:?}"
+    );
+}
+
+async fn multi_event_commands_are_atomic(kind: Kind) {
+    let store = fresh(kind).await;
+    store
+        .log
+        .append(&[
+            event("tally", "m", 1),
+            event("tally", "m", 2),
+            event("tally", "m", 3),
+        ])
+        .await
+        .unwrap();
+    // The second command collides at sequence 4 with a concurrent writer's
+    // event: none of its events may land.
+    store.log.append(&[event("tally", "m", 4)]).await.unwrap();
+    let clash = store
+        .log
+        .append(&[event("tally", "m", 4), event("tally", "m", 5)])
+        .await;
+    assert!(matches!(clash, Err(StoreError::Conflict { .. })));
+    assert_eq!(
+        store.log.load_stream("tally", "m", 0).await.unwrap().len(),
+        4
+    );
+    let refused = store
+        .log
+        .append(&[event("tally", "m", 5), event("tally", "other", 6)])
+        .await;
+    assert!(matches!(refused, Err(StoreError::NonContiguousAppend)));
+}
+
+async fn sixteen_writers_reach_every_consumer(kind: Kind) {
+    const WRITERS: usize = 16;
+    const PER_WRITER: usize = 500;
+    let store = fresh(kind).await;
+    let bus = Bus::Local(LocalBus::new(store.log.backend()));
+    let stop = CancellationToken::new();
+    let early = Recorder::new("early", &store.log);
+    tokio::spawn({
+        let (bus, log, stop) = (bus.clone(), store.log.clone(), stop.clone());
+        async move { bus.run_relay(log, stop).await }
+    });
+    tokio::spawn({
+        let (bus, log, stop, consumer) =
+            (bus.clone(), store.log.clone(), stop.clone(), early.clone());
+        async move { bus.run_consumer(log, consumer, stop).await }
+    });
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let log = store.log.clone();
+            tokio::spawn(
+                async move { fill_stream(&log, "tally", &format!("w{w}"), PER_WRITER).await },
+            )
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    // A consumer that joins late catches up from the store.
+    let late = Recorder::new("late", &store.log);
+    tokio::spawn({
+        let (bus, log, stop, consumer) =
+            (bus.clone(), store.log.clone(), stop.clone(), late.clone());
+        async move { bus.run_consumer(log, consumer, stop).await }
+    });
+    let total = WRITERS * PER_WRITER;
+    for recorder in [&early, &late] {
+        let seen = recorder.wait_for(total, Duration::from_secs(60)).await;
+        assert_complete_and_ordered(&seen, WRITERS, PER_WRITER as i64);
+    }
+    stop.cancel();
+}
+
+async fn consumer_restart_resumes_from_checkpoint(kind: Kind) {
+    let store = fresh(kind).await;
+    let bus = Bus::Local(LocalBus::new(store.log.backend()));
+    fill_stream(&store.log, "tally", "a", 30).await;
+
+    let stop = CancellationToken::new();
+    let first = Recorder::new("restartable", &store.log);
+    let run = tokio::spawn({
+        let (bus, log, stop, consumer) =
+            (bus.clone(), store.log.clone(), stop.clone(), first.clone());
+        async move { bus.run_consumer(log, consumer, stop).await }
+    });
+    assert_eq!(first.wait_for(30, Duration::from_secs(20)).await.len(), 30);
+    stop.cancel();
+    run.await.unwrap();
+
+    fill_stream_from(&store.log, "a", 31, 45).await;
+    let stop = CancellationToken::new();
+    let second = Recorder::new("restartable", &store.log);
+    tokio::spawn({
+        let (bus, log, stop, consumer) =
+            (bus.clone(), store.log.clone(), stop.clone(), second.clone());
+        async move { bus.run_consumer(log, consumer, stop).await }
+    });
+    let seen = second.wait_for(15, Duration::from_secs(20)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let seen_after = second.seen();
+    assert_eq!(
+        seen.first().map(|e| e.sequence),
+        Some(31),
+        "resumed after its checkpoint"
+    );
+    assert_eq!(
+        seen_after.len(),
+        15,
+        "nothing before the checkpoint was handed again"
+    );
+    stop.cancel();
+}
+
+async fn fill_stream_from(log: &agon::store::EventLog, id: &str, from: usize, to: usize) {
+    for sequence in from..=to {
+        log.append(&[event("tally", id, sequence)]).await.unwrap();
+    }
+}

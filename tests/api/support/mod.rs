@@ -1,0 +1,216 @@
+//! Shared helpers: fresh databases per test, a small aggregate, a recording
+//! consumer, and process helpers for the real binary and nats-server.
+
+pub mod tally;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agon::bus::Consumer;
+use agon::store::{Db, EventLog, StoreError};
+use agon_projections::{Cursor, EventRecord};
+use async_trait::async_trait;
+use cqrs_es::persist::SerializedEvent;
+use serde_json::json;
+use sqlx::Connection;
+use tempfile::TempDir;
+
+/// Which back end a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh, empty event store.
+pub struct TestStore {
+    pub kind: Kind,
+    pub log: EventLog,
+    pub dir: TempDir,
+    /// The PostgreSQL URL of this test's own database.
+    pub database_url: Option<String>,
+}
+
+pub fn admin_url() -> String {
+    std::env::var("AGON_TEST_DATABASE_URL")
+        .expect("AGON_TEST_DATABASE_URL is not set: run the tests through ops/test.sh")
+}
+
+/// Creates an empty PostgreSQL database for one test and returns its URL.
+pub async fn fresh_postgres_database() -> String {
+    let admin = admin_url();
+    let name = format!("agon_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let base = admin.rsplit_once('/').unwrap().0;
+    format!("{base}/{name}")
+}
+
+pub async fn fresh(kind: Kind) -> TestStore {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, database_url) = match kind {
+        Kind::Sqlite => (Db::open_sqlite(dir.path()).await.unwrap(), None),
+        Kind::Postgres => {
+            let url = fresh_postgres_database().await;
+            (Db::connect_postgres(&url, 24).await.unwrap(), Some(url))
+        }
+    };
+    TestStore {
+        kind,
+        log: EventLog::new(db),
+        dir,
+        database_url,
+    }
+}
+
+/// Runs an async test body once per back end.
+macro_rules! on_both_backends {
+    ($($name:ident => $body:ident;)+) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn sqlite() {
+                    super::$body($crate::support::Kind::Sqlite).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn postgres() {
+                    super::$body($crate::support::Kind::Postgres).await;
+                }
+            }
+        )+
+    };
+}
+pub(crate) use on_both_backends;
+
+/// One event for `stream` at `sequence`, as cqrs-es would hand it to the store.
+pub fn event(aggregate_type: &str, aggregate_id: &str, sequence: usize) -> SerializedEvent {
+    SerializedEvent {
+        aggregate_id: aggregate_id.to_owned(),
+        sequence,
+        aggregate_type: aggregate_type.to_owned(),
+        event_type: "Added".to_owned(),
+        event_version: "1".to_owned(),
+        payload: json!({"Added": {"n": sequence, "note": "x".repeat(200)}}),
+        metadata: json!({"actor": "test"}),
+    }
+}
+
+/// Appends `count` single-event commands to one stream, from sequence 1.
+pub async fn fill_stream(log: &EventLog, aggregate_type: &str, aggregate_id: &str, count: usize) {
+    for sequence in 1..=count {
+        log.append(&[event(aggregate_type, aggregate_id, sequence)])
+            .await
+            .unwrap();
+    }
+}
+
+/// A consumer that remembers every event it is handed and checkpoints in the store.
+pub struct Recorder {
+    name: String,
+    log: EventLog,
+    pub seen: Mutex<Vec<EventRecord>>,
+}
+
+impl Recorder {
+    pub fn new(name: &str, log: &EventLog) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            log: log.clone(),
+            seen: Mutex::default(),
+        })
+    }
+
+    pub fn seen(&self) -> Vec<EventRecord> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Waits until the recorder holds `count` distinct events, at most `limit`.
+    pub async fn wait_for(&self, count: usize, limit: Duration) -> Vec<EventRecord> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let seen = self.seen();
+            let distinct: std::collections::HashSet<&str> =
+                seen.iter().map(|e| e.event_id.as_str()).collect();
+            if distinct.len() >= count || tokio::time::Instant::now() > deadline {
+                return seen;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[async_trait]
+impl Consumer for Recorder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn checkpoint(&self) -> Result<Cursor, StoreError> {
+        self.log.load_checkpoint(&self.name).await
+    }
+
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError> {
+        self.seen.lock().unwrap().extend_from_slice(batch);
+        if let Some(last) = batch.last() {
+            self.log.save_checkpoint(&self.name, last.cursor).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Asserts that `seen` holds each of `expected` events exactly once after
+/// dropping duplicates, and every stream in sequence order.
+pub fn assert_complete_and_ordered(seen: &[EventRecord], streams: usize, per_stream: i64) {
+    let mut first_seen = std::collections::HashSet::new();
+    let mut last_sequence: std::collections::HashMap<String, i64> =
+        std::collections::HashMap::new();
+    for event in seen {
+        if !first_seen.insert(event.event_id.clone()) {
+            continue;
+        }
+        let last = last_sequence.entry(event.stream()).or_insert(0);
+        assert_eq!(
+            event.sequence,
+            *last + 1,
+            "stream {} out of order",
+            event.stream()
+        );
+        *last = event.sequence;
+    }
+    assert_eq!(last_sequence.len(), streams, "streams seen");
+    assert!(
+        last_sequence.values().all(|s| *s == per_stream),
+        "every stream complete"
+    );
+    assert_eq!(
+        first_seen.len(),
+        streams * usize::try_from(per_stream).unwrap()
+    );
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts TCP connections on `port`.
+pub async fn wait_for_port(port: u16) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("nothing listens on port {port}");
+}
