@@ -27,6 +27,7 @@ free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0)
 
 WORK=$(mktemp -d /tmp/agon-test.XXXXXX)
 chmod 755 "$WORK"
+chown postgres:postgres "$WORK"
 PG_PORT=$(free_port)
 NATS_PORT=$(free_port)
 NATS_PID=""

@@ -1,6 +1,7 @@
 //! Appending to and loading streams of the event log.
 //!
-//! An append is one transaction: every event of one command goes in together,
+//! An append is atomic: every event of one command goes in together (one
+//! multi-row INSERT, or one transaction when a snapshot rides along),
 //! each linked to its predecessor by the hash chain, and the unique key on
 //! `(aggregate_type, aggregate_id, sequence)` lets exactly one of two
 //! concurrent writers win.
@@ -21,6 +22,8 @@ use super::rows::{EVENT_COLUMNS, StoredEvent};
 
 /// How many stream heads the hash cache keeps before it starts afresh.
 const HEAD_CACHE_LIMIT: usize = 65_536;
+/// Rows per `INSERT` statement: 10 parameters each stays under SQLite's limit.
+const MAX_ROWS_PER_INSERT: usize = 1_000;
 
 type StreamKey = (String, String);
 
@@ -106,53 +109,63 @@ impl EventLog {
             sequence: first_sequence,
         };
 
-        with_pool!(self.db.writer(), pool => {
-            let mut tx = pool.begin().await?;
-            let mut prev_hash = match (first_sequence, cached) {
-                (1, _) => GENESIS,
-                (_, Some(hash)) => hash,
-                _ => {
-                    let stored: Option<Vec<u8>> = sqlx::query_scalar(
-                        "SELECT hash FROM events \
-                         WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence = $3",
-                    )
-                    .bind(aggregate_type)
-                    .bind(aggregate_id)
-                    .bind(first_sequence - 1)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                    stored.as_deref().and_then(hash_from_slice).ok_or_else(conflict)?
-                }
-            };
-            for event in events {
-                let row = chain_row(event, prev_hash)?;
-                let inserted = sqlx::query(
-                    "INSERT INTO events (event_id, aggregate_type, aggregate_id, sequence, \
-                     event_type, event_version, payload, metadata, prev_hash, hash) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                )
-                .bind(&row.event_id)
-                .bind(aggregate_type)
-                .bind(aggregate_id)
-                .bind(row.sequence)
-                .bind(&row.event_type)
-                .bind(&row.event_version)
-                .bind(&row.payload)
-                .bind(&row.metadata)
-                .bind(&row.prev_hash[..])
-                .bind(&row.hash[..])
-                .execute(&mut *tx)
-                .await;
-                match inserted {
-                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                        return Err(conflict());
-                    }
-                    other => other?,
-                };
-                prev_hash = row.hash;
+        let mut prev_hash = match (first_sequence, cached) {
+            (1, _) => GENESIS,
+            (_, Some(hash)) => hash,
+            // A committed hash never changes, so it may be read outside the
+            // insert; if the predecessor is missing the caller is out of date.
+            _ => self
+                .stored_hash(aggregate_type, aggregate_id, first_sequence - 1)
+                .await?
+                .ok_or_else(conflict)?,
+        };
+        let mut rows = Vec::with_capacity(events.len());
+        for event in events {
+            let row = chain_row(event, prev_hash)?;
+            prev_hash = row.hash;
+            rows.push(row);
+        }
+        let inserted = self
+            .insert(aggregate_type, aggregate_id, &rows, snapshot.as_ref())
+            .await;
+        match inserted {
+            Err(StoreError::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+                return Err(conflict());
             }
-            if let Some((aggregate, version)) = &snapshot {
-                let last_sequence = first_sequence + to_i64(events.len()) - 1;
+            other => other?,
+        }
+        let last_sequence = first_sequence + to_i64(events.len()) - 1;
+        self.remember_head(key, last_sequence, prev_hash);
+        self.commits.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(())
+    }
+
+    /// Inserts the rows of one append atomically. The common case, one
+    /// command's events with no snapshot, is a single multi-row `INSERT`: one
+    /// round trip, atomic without an explicit transaction.
+    async fn insert(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+        rows: &[Row],
+        snapshot: Option<&(Value, i64)>,
+    ) -> Result<(), StoreError> {
+        let statements: Vec<_> = rows.chunks(MAX_ROWS_PER_INSERT).collect();
+        with_pool!(self.db.writer(), pool => {
+            let mut builders: Vec<_> = statements
+                .iter()
+                .map(|chunk| insert_statement(aggregate_type, aggregate_id, chunk))
+                .collect();
+            if let ([only], None) = (builders.as_mut_slice(), snapshot) {
+                only.build().execute(pool).await?;
+                return Ok(());
+            }
+            let mut tx = pool.begin().await?;
+            for builder in &mut builders {
+                builder.build().execute(&mut *tx).await?;
+            }
+            if let Some((aggregate, version)) = snapshot {
+                let last_sequence = rows.last().map_or(0, |r| r.sequence);
                 sqlx::query(
                     "INSERT INTO snapshots (aggregate_type, aggregate_id, last_sequence, \
                      snapshot_version, payload) VALUES ($1, $2, $3, $4, $5) \
@@ -169,11 +182,29 @@ impl EventLog {
                 .await?;
             }
             tx.commit().await?;
-            let last_sequence = first_sequence + to_i64(events.len()) - 1;
-            self.remember_head(key, last_sequence, prev_hash);
         });
-        self.commits.send_modify(|n| *n = n.wrapping_add(1));
         Ok(())
+    }
+
+    /// The stored hash of one event, if it exists.
+    async fn stored_hash(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+        sequence: i64,
+    ) -> Result<Option<Hash>, StoreError> {
+        let stored: Option<Vec<u8>> = with_pool!(self.db.writer(), pool => {
+            sqlx::query_scalar(
+                "SELECT hash FROM events \
+                 WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence = $3",
+            )
+            .bind(aggregate_type)
+            .bind(aggregate_id)
+            .bind(sequence)
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(stored.as_deref().and_then(hash_from_slice))
     }
 
     /// Every event of one stream, by sequence, after `after_sequence`.
@@ -223,6 +254,37 @@ impl EventLog {
             heads.insert(key, (sequence, hash));
         }
     }
+}
+
+/// A multi-row `INSERT` of `rows`; the placeholder style follows the pool it runs on.
+fn insert_statement<'a, DB: sqlx::Database>(
+    aggregate_type: &'a str,
+    aggregate_id: &'a str,
+    rows: &'a [Row],
+) -> sqlx::QueryBuilder<'a, DB>
+where
+    &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    &'a [u8]: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    let mut builder = sqlx::QueryBuilder::new(
+        "INSERT INTO events (event_id, aggregate_type, aggregate_id, sequence, event_type, \
+         event_version, payload, metadata, prev_hash, hash) ",
+    );
+    builder.push_values(rows, |mut values, row| {
+        values
+            .push_bind(row.event_id.as_str())
+            .push_bind(aggregate_type)
+            .push_bind(aggregate_id)
+            .push_bind(row.sequence)
+            .push_bind(row.event_type.as_str())
+            .push_bind(row.event_version.as_str())
+            .push_bind(row.payload.as_str())
+            .push_bind(row.metadata.as_str())
+            .push_bind(&row.prev_hash[..])
+            .push_bind(&row.hash[..]);
+    });
+    builder
 }
 
 /// Stamps the store's metadata, canonicalises and hashes one event.

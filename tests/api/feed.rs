@@ -9,7 +9,7 @@ use agon_projections::{AdminStats, Cursor};
 use serde_json::json;
 use sqlx::Connection;
 
-use crate::support::{Kind, event, fill_stream, fresh, on_both_backends};
+use crate::support::{Kind, event, fill_stream, fresh, on_both_backends, settled_feed};
 use agon::bus::Consumer;
 
 on_both_backends! {
@@ -53,7 +53,7 @@ macro_rules! bind_late_event {
 async fn a_late_commit_is_not_skipped(kind: Kind) {
     let store = fresh(kind).await;
     fill_stream(&store.log, "tally", "before", 3).await;
-    let seen = store.log.read_feed(Cursor::START, 100).await.unwrap();
+    let seen = settled_feed(&store.log, 3).await;
     let checkpoint = seen.last().unwrap().cursor();
 
     // Transaction A takes its position first and commits last.
@@ -115,7 +115,7 @@ async fn a_late_commit_is_not_skipped(kind: Kind) {
     release.send(()).unwrap();
     holder.await.unwrap();
     writer_b.await.unwrap();
-    let after = store.log.read_feed(checkpoint, 100).await.unwrap();
+    let after = settled_feed(&store.log, 5).await.split_off(3);
     let ids: Vec<(&str, i64)> = after
         .iter()
         .map(|e| (e.aggregate_id.as_str(), e.sequence))
@@ -130,12 +130,10 @@ async fn projection_rebuild_matches_live_view(kind: Kind) {
     let store = fresh(kind).await;
     fill_stream(&store.log, "tally", "x", 5).await;
     fill_stream(&store.log, "budget", "y", 2).await;
+    const EXPECTED: usize = 7;
     let runner = ProjectionRunner::<AdminStats>::new(store.log.clone());
-    let records: Vec<_> = store
-        .log
-        .read_feed(Cursor::START, 100)
+    let records: Vec<_> = settled_feed(&store.log, EXPECTED)
         .await
-        .unwrap()
         .into_iter()
         .map(|e| e.into_record().unwrap())
         .collect();
@@ -159,11 +157,9 @@ async fn projection_rebuild_matches_live_view(kind: Kind) {
 async fn projection_skips_redelivered_events(kind: Kind) {
     let store = fresh(kind).await;
     fill_stream(&store.log, "tally", "r", 4).await;
-    let records: Vec<_> = store
-        .log
-        .read_feed(Cursor::START, 100)
+    const EXPECTED: usize = 4;
+    let records: Vec<_> = settled_feed(&store.log, EXPECTED)
         .await
-        .unwrap()
         .into_iter()
         .map(|e| e.into_record().unwrap())
         .collect();

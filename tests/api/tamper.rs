@@ -4,7 +4,7 @@ use agon::crypto::signing::SealKey;
 use agon::store::EventLog;
 use agon::store::verify::Problem;
 
-use crate::support::{Kind, TestStore, fill_stream, fresh, on_both_backends};
+use crate::support::{Kind, TestStore, fill_stream, fresh, on_both_backends, settled_feed};
 
 on_both_backends! {
     an_intact_log_verifies => an_intact_log_verifies;
@@ -24,9 +24,11 @@ pub async fn sealed_store(kind: Kind) -> (TestStore, SealKey) {
     for id in ["s1", "s2", "s3"] {
         fill_stream(&store.log, "tally", id, 5).await;
     }
+    settled_feed(&store.log, 15).await;
     let seal = store.log.seal_now(&key).await.unwrap().unwrap();
     assert_eq!((seal.seal_number, seal.event_count), (1, 15));
     fill_stream(&store.log, "tally", "s4", 2).await;
+    settled_feed(&store.log, 17).await;
     (store, key)
 }
 

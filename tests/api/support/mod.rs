@@ -214,3 +214,20 @@ pub async fn wait_for_port(port: u16) {
     }
     panic!("nothing listens on port {port}");
 }
+
+/// The first `count` feed events, waiting while PostgreSQL's feed horizon is
+/// held back by transactions still in flight elsewhere on the server (other
+/// tests' databases share it).
+pub async fn settled_feed(log: &EventLog, count: usize) -> Vec<agon::store::StoredEvent> {
+    for _ in 0..500 {
+        let feed = log
+            .read_feed(Cursor::START, i64::try_from(count).unwrap() + 100)
+            .await
+            .unwrap();
+        if feed.len() >= count {
+            return feed;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the feed never reached {count} events");
+}
