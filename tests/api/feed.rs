@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use agon::projection::{self, ProjectionRunner};
 use agon::store::chain::{ChainedFields, GENESIS, canonical_text};
-use agon_projections::{AdminStats, Cursor};
+use agon_projections::AdminStats;
 use serde_json::json;
 use sqlx::Connection;
 
