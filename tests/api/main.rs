@@ -10,6 +10,7 @@ mod support;
 mod cli;
 mod feed;
 mod nats;
+mod schemas;
 mod serve;
 mod store;
 mod tamper;
