@@ -153,9 +153,19 @@ fn signing_key_is_generated_once_and_configurable() {
 async fn the_documented_python_verifier_agrees() {
     let (store, key) = sealed_store(Kind::Sqlite).await;
     store.log.seal_now(&key).await.unwrap().unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/verify_export.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/event-schemas/verify_export.py"
+    );
     let db = store.dir.path().join("agon.db");
-    let run = || Command::new("python3").arg(script).arg(&db).arg(key.public_hex()).output().unwrap();
+    let run = || {
+        Command::new("python3")
+            .arg(script)
+            .arg(&db)
+            .arg(key.public_hex())
+            .output()
+            .unwrap()
+    };
     let intact = run();
     assert!(intact.status.success(), "{intact:?}");
     assert_eq!(stdout(&intact).trim(), "intact: 4 streams");
@@ -163,5 +173,8 @@ async fn the_documented_python_verifier_agrees() {
     exec(&store.log, FLIP_PAYLOAD_BYTE).await;
     let broken = run();
     assert_eq!(broken.status.code(), Some(1));
-    assert_eq!(stdout(&broken).trim(), "BROKEN: event tally/s2 sequence 3: hash mismatch");
+    assert_eq!(
+        stdout(&broken).trim(),
+        "BROKEN: event tally/s2 sequence 3: hash mismatch"
+    );
 }

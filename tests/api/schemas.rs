@@ -17,7 +17,12 @@ fn keys(value: &Value) -> BTreeSet<String> {
 }
 
 fn required(schema: &Value) -> BTreeSet<String> {
-    schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect()
+    schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[tokio::test]
@@ -30,15 +35,25 @@ async fn seal_bodies_and_envelopes_have_exactly_the_schema_fields() {
     let seal_schema = schema("seal.v1.json");
     assert_eq!(keys(&body), required(&seal_schema));
     assert_eq!(keys(&body), keys(&seal_schema["properties"]));
-    assert_eq!(keys(&body["from"]), required(&seal_schema["$defs"]["cursor"]));
+    assert_eq!(
+        keys(&body["from"]),
+        required(&seal_schema["$defs"]["cursor"])
+    );
 
-    let record = settled_feed(&store.log, 2).await.remove(0).into_record().unwrap();
+    let record = settled_feed(&store.log, 2)
+        .await
+        .remove(0)
+        .into_record()
+        .unwrap();
     assert!(record.cursor > Cursor::START);
     let envelope = serde_json::to_value(&record).unwrap();
     let envelope_schema = schema("envelope.v1.json");
     assert_eq!(keys(&envelope), required(&envelope_schema));
     assert_eq!(keys(&envelope), keys(&envelope_schema["properties"]));
     for field in required(&envelope_schema["properties"]["metadata"]) {
-        assert!(envelope["metadata"].get(&field).is_some(), "metadata lacks {field}");
+        assert!(
+            envelope["metadata"].get(&field).is_some(),
+            "metadata lacks {field}"
+        );
     }
 }
