@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use agon_projections::{AdminStats, Cursor, EventRecord, Projection};
 use async_trait::async_trait;
-use serde_json::Value;
 
 use crate::bus::Consumer;
 use crate::store::db::{PoolRef, with_pool};
@@ -168,14 +167,4 @@ async fn rebuild_one<P: Projection>(log: &EventLog) -> Result<u64, StoreError> {
         runner.handle(&records).await?;
     }
     Ok(replayed)
-}
-
-/// A view as JSON, for callers that pick a projection by name.
-pub async fn view_json(log: &EventLog, name: &str) -> Result<Option<Value>, StoreError> {
-    match name {
-        AdminStats::NAME => Ok(Some(serde_json::to_value(
-            load_view::<AdminStats>(log).await?,
-        )?)),
-        _ => Ok(None),
-    }
 }

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agon_projections::EventRecord;
+use agon_projections::{Cursor, EventRecord};
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
@@ -127,13 +127,22 @@ impl NatsBus {
 
     /// Publishes one page after the relay checkpoint; true when it published any.
     async fn relay_until_idle(&self, log: &EventLog) -> Result<bool, BusError> {
-        let checkpoint = log.load_checkpoint(RELAY_CHECKPOINT).await?;
+        let mut checkpoint = log.load_checkpoint(RELAY_CHECKPOINT).await?;
+        let stream = self.stream().await?;
+        // A stream that has never held a message while the checkpoint says we
+        // published: NATS lost its data (or is a new server). The log is the
+        // source of truth, so publish it all again; consumers skip what they
+        // already handled.
+        if stream.cached_info().state.last_sequence == 0 && checkpoint != Cursor::START {
+            tracing::warn!("JetStream stream {STREAM} is empty; republishing the whole log");
+            log.reset_checkpoint(RELAY_CHECKPOINT).await?;
+            checkpoint = Cursor::START;
+        }
         let events = to_records(log.read_feed(checkpoint, PAGE).await?)?;
         let Some(last) = events.last() else {
             return Ok(false);
         };
         let last = last.cursor;
-        self.stream().await?;
         let mut acks = Vec::with_capacity(events.len());
         for event in &events {
             let mut headers = HeaderMap::new();

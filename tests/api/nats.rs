@@ -15,6 +15,7 @@ use crate::support::{
 on_both_backends! {
     writers_reach_consumers_through_jetstream => writers_reach_consumers_through_jetstream;
     nats_restart_mid_stream_loses_nothing => nats_restart_mid_stream_loses_nothing;
+    a_new_nats_server_gets_the_whole_log_again => a_new_nats_server_gets_the_whole_log_again;
 }
 
 /// A nats-server with JetStream on its own port and storage directory.
@@ -144,5 +145,36 @@ async fn nats_restart_mid_stream_loses_nothing(kind: Kind) {
 
     let seen = recorder.wait_for(600, Duration::from_secs(90)).await;
     assert_complete_and_ordered(&seen, 12, 50);
+    stop.cancel();
+}
+
+async fn a_new_nats_server_gets_the_whole_log_again(kind: Kind) {
+    let store = fresh(kind).await;
+    {
+        let first = NatsServer::start().await;
+        let bus = Bus::Nats(NatsBus::connect(&first.url()).await.unwrap());
+        let stop = CancellationToken::new();
+        let recorder = Recorder::new("before", &store.log);
+        spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);
+        write(&store.log, "a", 3, 20).await;
+        assert_eq!(
+            recorder.wait_for(60, Duration::from_secs(30)).await.len(),
+            60
+        );
+        stop.cancel();
+    }
+    // All of NATS's data is gone; the relay's checkpoint in the database is not.
+    let second = NatsServer::start().await;
+    let bus = Bus::Nats(NatsBus::connect(&second.url()).await.unwrap());
+    let stop = CancellationToken::new();
+    let recorder = Recorder::new("after", &store.log);
+    spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);
+    write(&store.log, "b", 1, 5).await;
+    let seen = recorder.wait_for(65, Duration::from_secs(30)).await;
+    assert_eq!(
+        seen.len(),
+        65,
+        "every event, old and new, reached the new server"
+    );
     stop.cancel();
 }
