@@ -21,6 +21,8 @@ if [ -z "$(pg_bin)" ] || ! command -v nats-server >/dev/null 2>&1; then
   apt-get install -y -qq postgresql nats-server >/dev/null
 fi
 PG_BIN=$(pg_bin)
+# initdb refuses to run as root; the server runs as this user.
+id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres
 NATS_SERVER=$(command -v nats-server)
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }

@@ -1,5 +1,6 @@
 //! The `agon` command: `serve`, `verify`, `seal`, `replay`, `keys public`.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use agon::app::App;
@@ -199,6 +200,7 @@ fn init_logging(settings: &Settings) {
     let filter = tracing_subscriber::EnvFilter::new(settings.log_level.directive());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     if settings.log_json {
         builder.json().init();

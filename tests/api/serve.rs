@@ -23,6 +23,18 @@ pub struct Spawned {
     _dir: tempfile::TempDir,
 }
 
+impl Spawned {
+    /// GETs `path` and parses the JSON body.
+    pub async fn get_json(&self, client: &reqwest::Client, path: &str) -> Value {
+        let response = client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap();
+        response.json().await.unwrap()
+    }
+}
+
 pub async fn spawn_app(kind: Kind) -> Spawned {
     let dir = tempfile::tempdir().unwrap();
     let database_url = match kind {
@@ -65,14 +77,7 @@ async fn health_and_stats(kind: Kind) {
     assert_eq!(body["components"]["database"], "healthy");
     assert_eq!(body["components"]["redis"], "not_configured");
 
-    let stats: Value = client
-        .get(format!("{}/api/admin/stats", spawned.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats = spawned.get_json(&client, "/api/admin/stats").await;
     assert_eq!(stats["active_debates"], 0);
     assert_eq!(stats["total_events"], 0);
 
@@ -80,14 +85,7 @@ async fn health_and_stats(kind: Kind) {
     fill_stream(&spawned.app.log, "debate", "d", 1).await;
     let mut stats = Value::Null;
     for _ in 0..200 {
-        stats = client
-            .get(format!("{}/api/admin/stats", spawned.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        stats = spawned.get_json(&client, "/api/admin/stats").await;
         if stats["total_events"] == 5 {
             break;
         }
@@ -108,32 +106,30 @@ async fn health_and_stats(kind: Kind) {
     spawned.stop.cancel();
 }
 
-#[tokio::test]
-async fn the_binary_serves_health_and_stops_on_sigterm() {
+/// Starts `agon serve` with `log_level`, checks health, sends SIGTERM, and
+/// returns what it logged.
+async fn serve_binary_once(log_level: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
         .args([
             "serve",
             "--api-port",
             &port.to_string(),
             "--ws-port",
             &free_port().to_string(),
-            "--host",
-            "127.0.0.1",
         ])
+        .args(["--host", "127.0.0.1"])
         .env_clear()
         .env("SERVICE_DATA_DIR", dir.path())
+        .env("SERVICE_LOG_LEVEL", log_level)
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     wait_for_port(port).await;
-    let body: Value = reqwest::get(format!("http://127.0.0.1:{port}/api/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = format!("http://127.0.0.1:{port}/api/health");
+    let body: Value = reqwest::get(health).await.unwrap().json().await.unwrap();
     assert_eq!(body["status"], "healthy");
     assert!(
         dir.path().join("agon.db").exists(),
@@ -146,9 +142,28 @@ async fn the_binary_serves_health_and_stops_on_sigterm() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
         .await
         .unwrap()
         .unwrap();
-    assert!(status.success(), "exit after SIGTERM: {status:?}");
+    assert!(output.status.success(), "exit after SIGTERM: {output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn the_binary_serves_health_and_stops_on_sigterm() {
+    let info = serve_binary_once("INFO").await;
+    assert!(
+        info.contains("agon serving") && info.contains("shutting down"),
+        "{info}"
+    );
+    assert!(
+        !info.contains('\u{1b}'),
+        "no colour codes when stderr is not a terminal"
+    );
+    let quiet = serve_binary_once("ERROR").await;
+    assert!(
+        !quiet.contains("INFO"),
+        "SERVICE_LOG_LEVEL=ERROR hides info lines: {quiet}"
+    );
 }
