@@ -16,6 +16,7 @@ on_both_backends! {
     a_late_commit_is_not_skipped => a_late_commit_is_not_skipped;
     projection_rebuild_matches_live_view => projection_rebuild_matches_live_view;
     projection_skips_redelivered_events => projection_skips_redelivered_events;
+    two_replicas_share_one_view_exactly => two_replicas_share_one_view_exactly;
 }
 
 const INSERT: &str = "INSERT INTO events (event_id, aggregate_type, aggregate_id, sequence, event_type, \
@@ -169,4 +170,58 @@ async fn projection_skips_redelivered_events(kind: Kind) {
     runner.handle(&records).await.unwrap();
     runner.handle(&records[1..2]).await.unwrap();
     assert_eq!(runner.view().await.unwrap().total_events, 4);
+}
+
+async fn two_replicas_share_one_view_exactly(kind: Kind) {
+    use agon::bus::{Bus, LocalBus};
+    use agon::store::{Db, EventLog};
+    use std::sync::Arc;
+    use tokio_util::sync::CancellationToken;
+
+    let store = fresh(kind).await;
+    // A second replica: its own pools, cache and bus on the same database.
+    let other_db = match &store.database_url {
+        Some(url) => Db::connect_postgres(url, 8).await.unwrap(),
+        None => Db::open_sqlite(store.dir.path()).await.unwrap(),
+    };
+    let replicas = [store.log.clone(), EventLog::new(other_db)];
+    let stop = CancellationToken::new();
+    for log in &replicas {
+        let bus = Bus::Local(LocalBus::new(log.backend()));
+        let runner: Arc<dyn Consumer> = Arc::new(ProjectionRunner::<AdminStats>::new(log.clone()));
+        tokio::spawn({
+            let (bus, log, stop) = (bus.clone(), log.clone(), stop.clone());
+            async move { bus.run_relay(log, stop).await }
+        });
+        tokio::spawn({
+            let (log, stop) = (log.clone(), stop.clone());
+            async move { bus.run_consumer(log, runner, stop).await }
+        });
+    }
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let log = replicas[w % 2].clone();
+            tokio::spawn(async move { fill_stream(&log, "tally", &format!("r{w}"), 100).await })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let runner = ProjectionRunner::<AdminStats>::new(store.log.clone());
+    let mut total = 0;
+    for _ in 0..500 {
+        total = runner.view().await.unwrap().total_events;
+        if total >= 800 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let both replicas finish whatever they hold, then check nothing was doubled.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        runner.view().await.unwrap().total_events,
+        800,
+        "after {total}"
+    );
+    stop.cancel();
 }

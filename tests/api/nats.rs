@@ -114,10 +114,10 @@ async fn writers_reach_consumers_through_jetstream(kind: Kind) {
         Recorder::new("consumer-b", &store.log),
     );
     spawn_bus(&bus, &store.log, &[a.clone(), b.clone()], &stop);
-    write(&store.log, "w", 8, 200).await;
+    write(&store.log, "w", 16, 500).await;
     for recorder in [&a, &b] {
-        let seen = recorder.wait_for(1_600, Duration::from_secs(60)).await;
-        assert_complete_and_ordered(&seen, 8, 200);
+        let seen = recorder.wait_for(8_000, Duration::from_secs(90)).await;
+        assert_complete_and_ordered(&seen, 16, 500);
     }
     stop.cancel();
 }
