@@ -4,7 +4,6 @@
 //! event_type, event_version, payload, metadata}))`, where JCS is RFC 8785
 //! canonical JSON and `prev_hash` of sequence 1 is 32 zero bytes.
 
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -14,22 +13,47 @@ pub type Hash = [u8; 32];
 /// The `prev_hash` of the first event of every stream.
 pub const GENESIS: Hash = [0; 32];
 
-/// The fields of an event that its hash covers.
-#[derive(Debug, Serialize)]
+/// The fields of an event that its hash covers, with `payload` and `metadata`
+/// already in canonical JSON text (as the store keeps them).
+#[derive(Debug, Clone, Copy)]
 pub struct ChainedFields<'a> {
     pub aggregate_type: &'a str,
     pub aggregate_id: &'a str,
     pub sequence: i64,
     pub event_type: &'a str,
     pub event_version: &'a str,
-    pub payload: &'a Value,
-    pub metadata: &'a Value,
+    /// Canonical JSON text, see [`canonical_text`].
+    pub payload: &'a str,
+    /// Canonical JSON text, see [`canonical_text`].
+    pub metadata: &'a str,
 }
 
 impl ChainedFields<'_> {
-    /// The RFC 8785 canonical bytes of these fields.
+    /// The RFC 8785 canonical bytes of the object of these fields. Keys are
+    /// written in their sorted order and the canonical texts are spliced in,
+    /// so no payload is parsed or serialized again.
     pub fn canonical_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
-        serde_jcs::to_vec(self)
+        let mut out = Vec::with_capacity(self.payload.len() + self.metadata.len() + 160);
+        let fields: [(&str, &str); 4] = [
+            ("aggregate_id", self.aggregate_id),
+            ("aggregate_type", self.aggregate_type),
+            ("event_type", self.event_type),
+            ("event_version", self.event_version),
+        ];
+        for (i, (key, value)) in fields.into_iter().enumerate() {
+            out.extend_from_slice(if i == 0 { b"{\"" } else { b",\"" });
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(&serde_jcs::to_vec(value)?);
+        }
+        out.extend_from_slice(b",\"metadata\":");
+        out.extend_from_slice(self.metadata.as_bytes());
+        out.extend_from_slice(b",\"payload\":");
+        out.extend_from_slice(self.payload.as_bytes());
+        out.extend_from_slice(b",\"sequence\":");
+        out.extend_from_slice(self.sequence.to_string().as_bytes());
+        out.push(b'}');
+        Ok(out)
     }
 
     /// The chain hash of these fields after `prev_hash`.
@@ -61,7 +85,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fields<'a>(payload: &'a Value, metadata: &'a Value) -> ChainedFields<'a> {
+    const PAYLOAD: &str = r#"{"topic":"Is Rust fun?"}"#;
+    const METADATA: &str = r#"{"actor":"system"}"#;
+
+    fn fields<'a>(payload: &'a str, metadata: &'a str) -> ChainedFields<'a> {
         ChainedFields {
             aggregate_type: "debate",
             aggregate_id: "d-1",
@@ -74,23 +101,40 @@ mod tests {
     }
 
     #[test]
-    fn canonical_bytes_sort_keys_and_drop_whitespace() {
-        let payload = json!({"z": 1, "a": [true, null, 1.5]});
-        let metadata = json!({"actor": "system"});
-        let text =
-            String::from_utf8(fields(&payload, &metadata).canonical_bytes().unwrap()).unwrap();
+    fn canonical_bytes_are_the_documented_splice() {
+        let text = String::from_utf8(fields(PAYLOAD, METADATA).canonical_bytes().unwrap()).unwrap();
         assert_eq!(
             text,
-            r#"{"aggregate_id":"d-1","aggregate_type":"debate","event_type":"DebateCreated","event_version":"1","metadata":{"actor":"system"},"payload":{"a":[true,null,1.5],"z":1},"sequence":1}"#
+            r#"{"aggregate_id":"d-1","aggregate_type":"debate","event_type":"DebateCreated","event_version":"1","metadata":{"actor":"system"},"payload":{"topic":"Is Rust fun?"},"sequence":1}"#
+        );
+    }
+
+    #[test]
+    fn the_splice_equals_rfc_8785_of_the_whole_object() {
+        let payload = json!({"z": 1, "a": [true, null, 1.5], "\u{e9}": "\u{1F600}\n"});
+        let metadata = json!({"actor": "tab\there", "event_id": "e"});
+        let (payload_text, metadata_text) = (
+            canonical_text(&payload).unwrap(),
+            canonical_text(&metadata).unwrap(),
+        );
+        let mut f = fields(&payload_text, &metadata_text);
+        f.aggregate_id = "quote\"and\\slash\u{7}";
+        f.sequence = 12_345;
+        let whole = json!({
+            "aggregate_type": f.aggregate_type, "aggregate_id": f.aggregate_id, "sequence": f.sequence,
+            "event_type": f.event_type, "event_version": f.event_version,
+            "payload": payload, "metadata": metadata,
+        });
+        assert_eq!(
+            f.canonical_bytes().unwrap(),
+            serde_jcs::to_vec(&whole).unwrap()
         );
     }
 
     #[test]
     fn golden_hash_of_a_first_event() {
         // The same vector is printed in event-schemas/CHAIN.md for outside verifiers.
-        let payload = json!({"topic": "Is Rust fun?"});
-        let metadata = json!({"actor": "system"});
-        let hash = fields(&payload, &metadata).hash(&GENESIS).unwrap();
+        let hash = fields(PAYLOAD, METADATA).hash(&GENESIS).unwrap();
         assert_eq!(
             hex::encode(hash),
             "6e171633af69275afcf720529ad5c4c51d1d2d414455cdf78ce677137620b5cf"
@@ -99,9 +143,7 @@ mod tests {
 
     #[test]
     fn the_hash_depends_on_the_previous_hash() {
-        let payload = json!({});
-        let metadata = json!({});
-        let f = fields(&payload, &metadata);
+        let f = fields("{}", "{}");
         assert_ne!(f.hash(&GENESIS).unwrap(), f.hash(&[1; 32]).unwrap());
     }
 

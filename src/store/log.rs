@@ -302,7 +302,8 @@ fn chain_row(event: &SerializedEvent, prev_hash: Hash) -> Result<Row, StoreError
     metadata
         .entry("recorded_at")
         .or_insert_with(|| Value::String(Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true)));
-    let metadata = Value::Object(metadata);
+    let payload = canonical_text(&event.payload)?;
+    let metadata = canonical_text(&Value::Object(metadata))?;
     let sequence = to_i64(event.sequence);
     let fields = ChainedFields {
         aggregate_type: &event.aggregate_type,
@@ -310,7 +311,7 @@ fn chain_row(event: &SerializedEvent, prev_hash: Hash) -> Result<Row, StoreError
         sequence,
         event_type: &event.event_type,
         event_version: &event.event_version,
-        payload: &event.payload,
+        payload: &payload,
         metadata: &metadata,
     };
     let hash = fields.hash(&prev_hash)?;
@@ -319,8 +320,8 @@ fn chain_row(event: &SerializedEvent, prev_hash: Hash) -> Result<Row, StoreError
         sequence,
         event_type: event.event_type.clone(),
         event_version: event.event_version.clone(),
-        payload: canonical_text(&event.payload)?,
-        metadata: canonical_text(&metadata)?,
+        payload,
+        metadata,
         prev_hash,
         hash,
     })

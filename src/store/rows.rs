@@ -55,16 +55,14 @@ impl StoredEvent {
 
     /// Recomputes this event's chain hash from its stored fields and `prev_hash`.
     pub fn recompute_hash(&self, prev_hash: &Hash) -> Result<Hash, StoreError> {
-        let payload = self.payload_value()?;
-        let metadata = self.metadata_value()?;
         let fields = ChainedFields {
             aggregate_type: &self.aggregate_type,
             aggregate_id: &self.aggregate_id,
             sequence: self.sequence,
             event_type: &self.event_type,
             event_version: &self.event_version,
-            payload: &payload,
-            metadata: &metadata,
+            payload: &self.payload,
+            metadata: &self.metadata,
         };
         Ok(fields.hash(prev_hash)?)
     }

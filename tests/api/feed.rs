@@ -25,8 +25,8 @@ const INSERT: &str = "INSERT INTO events (event_id, aggregate_type, aggregate_id
 /// Binds a valid first event of stream `tally/late` to [`INSERT`].
 macro_rules! bind_late_event {
     ($query:expr) => {{
-        let payload = json!({"Added": {"n": 1}});
-        let metadata = json!({"actor": "test", "event_id": "late-1"});
+        let payload = canonical_text(&json!({"Added": {"n": 1}})).unwrap();
+        let metadata = canonical_text(&json!({"actor": "test", "event_id": "late-1"})).unwrap();
         let fields = ChainedFields {
             aggregate_type: "tally",
             aggregate_id: "late",
@@ -44,8 +44,8 @@ macro_rules! bind_late_event {
             .bind(1_i64)
             .bind("Added")
             .bind("1")
-            .bind(canonical_text(&payload).unwrap())
-            .bind(canonical_text(&metadata).unwrap())
+            .bind(payload.clone())
+            .bind(metadata.clone())
             .bind(GENESIS.to_vec())
             .bind(hash.to_vec())
     }};
