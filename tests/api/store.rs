@@ -132,6 +132,21 @@ async fn multi_event_commands_are_atomic(kind: Kind) {
         store.log.load_stream("tally", "m", 0).await.unwrap().len(),
         4
     );
+    // A command larger than one INSERT statement still lands whole.
+    let big: Vec<_> = (1..=2_500)
+        .map(|sequence| event("tally", "big", sequence))
+        .collect();
+    store.log.append(&big).await.unwrap();
+    assert_eq!(
+        store
+            .log
+            .load_stream("tally", "big", 0)
+            .await
+            .unwrap()
+            .len(),
+        2_500
+    );
+    assert!(store.log.verify("unused").await.unwrap().intact());
     let refused = store
         .log
         .append(&[event("tally", "m", 5), event("tally", "other", 6)])
