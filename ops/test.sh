@@ -71,4 +71,7 @@ cargo fmt --all -- --check
 log "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 log "cargo test (SQLite and PostgreSQL back ends, in-process bus and NATS JetStream)"
-cargo test --workspace
+cargo test --workspace 2>&1 | tee "$WORK/test.log"
+# One closing line for the whole run (cargo prints one per test binary).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "%d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }' "$WORK/test.log"
