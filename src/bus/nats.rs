@@ -108,12 +108,23 @@ impl NatsBus {
     }
 
     pub(super) async fn run_relay(&self, log: EventLog, stop: CancellationToken) {
+        // Where to publish from; `None` after a start or an error, when the
+        // stream and the checkpoint are looked at again.
+        let mut from: Option<Cursor> = None;
         while !stop.is_cancelled() {
-            match self.relay_until_idle(&log).await {
-                Ok(true) => continue,
-                Ok(false) => {}
+            let step = match from {
+                Some(cursor) => self.publish_page(&log, cursor).await,
+                None => self.resume_point(&log).await.map(Some),
+            };
+            match step {
+                Ok(Some(cursor)) => {
+                    from = Some(cursor);
+                    continue;
+                }
+                Ok(None) => {}
                 Err(e) => {
-                    tracing::warn!(error = %e, "NATS relay paused; resuming from its checkpoint")
+                    tracing::warn!(error = %e, "NATS relay paused; resuming from its checkpoint");
+                    from = None;
                 }
             }
             let mut commits = log.subscribe_commits();
@@ -125,9 +136,9 @@ impl NatsBus {
         }
     }
 
-    /// Publishes one page after the relay checkpoint; true when it published any.
-    async fn relay_until_idle(&self, log: &EventLog) -> Result<bool, BusError> {
-        let mut checkpoint = log.load_checkpoint(RELAY_CHECKPOINT).await?;
+    /// Makes sure the stream exists and returns the relay checkpoint.
+    async fn resume_point(&self, log: &EventLog) -> Result<Cursor, BusError> {
+        let checkpoint = log.load_checkpoint(RELAY_CHECKPOINT).await?;
         let stream = self.stream().await?;
         // A stream that has never held a message while the checkpoint says we
         // published: NATS lost its data (or is a new server). The log is the
@@ -136,11 +147,17 @@ impl NatsBus {
         if stream.cached_info().state.last_sequence == 0 && checkpoint != Cursor::START {
             tracing::warn!("JetStream stream {STREAM} is empty; republishing the whole log");
             log.reset_checkpoint(RELAY_CHECKPOINT).await?;
-            checkpoint = Cursor::START;
+            return Ok(Cursor::START);
         }
-        let events = to_records(log.read_feed(checkpoint, PAGE).await?)?;
+        Ok(checkpoint)
+    }
+
+    /// Publishes one page of the feed after `from`, awaits every ack, then
+    /// saves the checkpoint; the cursor of the last event published, if any.
+    async fn publish_page(&self, log: &EventLog, from: Cursor) -> Result<Option<Cursor>, BusError> {
+        let events = to_records(log.read_feed(from, PAGE).await?)?;
         let Some(last) = events.last() else {
-            return Ok(false);
+            return Ok(None);
         };
         let last = last.cursor;
         let mut acks = Vec::with_capacity(events.len());
@@ -159,7 +176,7 @@ impl NatsBus {
             ack.await.map_err(nats_error)?;
         }
         log.save_checkpoint(RELAY_CHECKPOINT, last).await?;
-        Ok(true)
+        Ok(Some(last))
     }
 
     pub(super) async fn run_consumer(&self, consumer: Arc<dyn Consumer>, stop: CancellationToken) {
