@@ -14,6 +14,7 @@
 use agon_projections::Cursor;
 use chrono::{SecondsFormat, Utc};
 
+use super::chain::{Hash, hash_from_slice};
 use super::db::{Db, with_pool};
 use super::rows::{EVENT_COLUMNS, StoredEvent};
 use super::{EventLog, StoreError};
@@ -25,10 +26,36 @@ impl EventLog {
         after: Cursor,
         limit: i64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.read_feed_columns(EVENT_COLUMNS, after, limit).await
+    }
+
+    /// Cursors and hashes of up to `limit` feed events after `after`: what
+    /// sealing needs, without reading payloads.
+    pub async fn read_feed_hashes(
+        &self,
+        after: Cursor,
+        limit: i64,
+    ) -> Result<Vec<FeedHash>, StoreError> {
+        self.read_feed_columns("txid, position, hash", after, limit)
+            .await
+    }
+
+    async fn read_feed_columns<T>(
+        &self,
+        columns: &str,
+        after: Cursor,
+        limit: i64,
+    ) -> Result<Vec<T>, StoreError>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+            + for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+            + Send
+            + Unpin,
+    {
         let rows = match self.db() {
             Db::Postgres(pool) => {
                 let sql = format!(
-                    "SELECT {EVENT_COLUMNS} FROM events \
+                    "SELECT {columns} FROM events \
                      WHERE (txid, position) > ($1, $2) \
                        AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
                      ORDER BY txid, position LIMIT $3"
@@ -42,7 +69,7 @@ impl EventLog {
             }
             Db::Sqlite { reader, .. } => {
                 let sql = format!(
-                    "SELECT {EVENT_COLUMNS} FROM events WHERE position > $1 ORDER BY position LIMIT $2"
+                    "SELECT {columns} FROM events WHERE position > $1 ORDER BY position LIMIT $2"
                 );
                 sqlx::query_as(&sql)
                     .bind(after.position)
@@ -116,6 +143,30 @@ impl EventLog {
 pub(crate) const CHECKPOINT_UPSERT: &str = "INSERT INTO checkpoints (consumer, txid, position, updated_at) VALUES ($1, $2, $3, $4) \
      ON CONFLICT (consumer) DO UPDATE SET txid = excluded.txid, position = excluded.position, \
      updated_at = excluded.updated_at";
+
+/// A feed event's place and hash.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FeedHash {
+    pub txid: i64,
+    pub position: i64,
+    pub hash: Vec<u8>,
+}
+
+impl FeedHash {
+    pub fn cursor(&self) -> Cursor {
+        Cursor {
+            txid: self.txid,
+            position: self.position,
+        }
+    }
+
+    pub fn stored_hash(&self) -> Result<Hash, StoreError> {
+        hash_from_slice(&self.hash).ok_or(StoreError::Malformed {
+            position: self.position,
+            what: "hash is not 32 bytes",
+        })
+    }
+}
 
 pub(crate) fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true)

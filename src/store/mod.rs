@@ -8,7 +8,7 @@
 
 pub mod chain;
 pub mod db;
-mod feed;
+pub mod feed;
 pub(crate) use feed::{CHECKPOINT_UPSERT, now};
 mod log;
 pub mod merkle;

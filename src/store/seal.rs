@@ -78,10 +78,10 @@ impl EventLog {
         let mut to = from;
         while leaves.len() < MAX_EVENTS_PER_SEAL {
             let room = i64::try_from(MAX_EVENTS_PER_SEAL - leaves.len()).unwrap_or(PAGE);
-            let page = self.read_feed(to, PAGE.min(room)).await?;
+            let page = self.read_feed_hashes(to, PAGE.min(room)).await?;
             let Some(last_event) = page.last() else { break };
             to = last_event.cursor();
-            for event in &page {
+            for event in page {
                 leaves.push(event.stored_hash()?);
             }
         }

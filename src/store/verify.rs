@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::chain::{GENESIS, Hash};
 use super::db::with_pool;
+use super::feed::FeedHash;
 use super::rows::{EVENT_COLUMNS, StoredEvent};
 use super::seal::{SealBody, StoredSeal, seal_hash};
 use super::{EventLog, StoreError, merkle};
@@ -226,21 +227,20 @@ impl EventLog {
 
     /// Stored hashes of the events in `(from, to]`, in feed order.
     async fn hashes_between(&self, from: Cursor, to: Cursor) -> Result<Vec<Hash>, StoreError> {
-        let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM events \
-             WHERE (txid, position) > ($1, $2) AND (txid, position) <= ($3, $4) \
-             ORDER BY txid, position"
-        );
-        let rows: Vec<StoredEvent> = with_pool!(self.db().reader(), pool => {
-            sqlx::query_as(&sql)
-                .bind(from.txid)
-                .bind(from.position)
-                .bind(to.txid)
-                .bind(to.position)
-                .fetch_all(pool)
-                .await?
+        let rows: Vec<FeedHash> = with_pool!(self.db().reader(), pool => {
+            sqlx::query_as(
+                "SELECT txid, position, hash FROM events \
+                 WHERE (txid, position) > ($1, $2) AND (txid, position) <= ($3, $4) \
+                 ORDER BY txid, position",
+            )
+            .bind(from.txid)
+            .bind(from.position)
+            .bind(to.txid)
+            .bind(to.position)
+            .fetch_all(pool)
+            .await?
         });
-        rows.iter().map(StoredEvent::stored_hash).collect()
+        rows.iter().map(FeedHash::stored_hash).collect()
     }
 }
 
