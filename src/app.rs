@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use thiserror::Error;
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Bus, BusError, LocalBus, NatsBus};
@@ -68,13 +67,9 @@ impl App {
     /// Serves the API on `api` and runs the relay, the projections and the
     /// sealer until `stop` fires; then waits for each to finish.
     pub async fn run(self, api: TcpListener, stop: CancellationToken) -> Result<(), StartError> {
-        let mut tasks = JoinSet::new();
-        let bus = self.bus.clone();
-        let (log, token) = (self.log.clone(), stop.clone());
-        tasks.spawn(async move { bus.run_relay(log, token).await });
+        let mut tasks = vec![self.bus.spawn_relay(&self.log, &stop)];
         for consumer in projection::runners(&self.log) {
-            let (bus, log, token) = (self.bus.clone(), self.log.clone(), stop.clone());
-            tasks.spawn(async move { bus.run_consumer(log, consumer, token).await });
+            tasks.push(self.bus.spawn_consumer(&self.log, consumer, &stop));
         }
         let (log, key, interval, token) = (
             self.log.clone(),
@@ -82,7 +77,7 @@ impl App {
             self.settings.seal_interval,
             stop.clone(),
         );
-        tasks.spawn(async move { run_sealer(log, key, interval, token).await });
+        tasks.push(tokio::spawn(run_sealer(log, key, interval, token)));
 
         let router = http::router(self.clone());
         let token = stop.clone();
@@ -90,7 +85,10 @@ impl App {
             .with_graceful_shutdown(async move { token.cancelled().await })
             .await;
         stop.cancel();
-        while tasks.join_next().await.is_some() {}
+        for task in tasks {
+            // A task that panicked has already reported it; the others finish.
+            let _ = task.await;
+        }
         self.log.db().close().await;
         served.map_err(StartError::Listen)
     }

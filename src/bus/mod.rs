@@ -15,6 +15,7 @@ use std::sync::Arc;
 use agon_projections::{Cursor, EventRecord};
 use async_trait::async_trait;
 use thiserror::Error;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::{EventLog, StoreError};
@@ -73,6 +74,23 @@ impl Bus {
             Bus::Local(bus) => bus.run_consumer(log, consumer, stop).await,
             Bus::Nats(bus) => bus.run_consumer(consumer, stop).await,
         }
+    }
+
+    /// Runs the relay in a task of its own until `stop`.
+    pub fn spawn_relay(&self, log: &EventLog, stop: &CancellationToken) -> JoinHandle<()> {
+        let (bus, log, stop) = (self.clone(), log.clone(), stop.clone());
+        tokio::spawn(async move { bus.run_relay(log, stop).await })
+    }
+
+    /// Runs `consumer` in a task of its own until `stop`.
+    pub fn spawn_consumer(
+        &self,
+        log: &EventLog,
+        consumer: Arc<dyn Consumer>,
+        stop: &CancellationToken,
+    ) -> JoinHandle<()> {
+        let (bus, log, stop) = (self.clone(), log.clone(), stop.clone());
+        tokio::spawn(async move { bus.run_consumer(log, consumer, stop).await })
     }
 
     pub fn name(&self) -> &'static str {

@@ -189,14 +189,8 @@ async fn two_replicas_share_one_view_exactly(kind: Kind) {
     for log in &replicas {
         let bus = Bus::Local(LocalBus::new(log.backend()));
         let runner: Arc<dyn Consumer> = Arc::new(ProjectionRunner::<AdminStats>::new(log.clone()));
-        tokio::spawn({
-            let (bus, log, stop) = (bus.clone(), log.clone(), stop.clone());
-            async move { bus.run_relay(log, stop).await }
-        });
-        tokio::spawn({
-            let (log, stop) = (log.clone(), stop.clone());
-            async move { bus.run_consumer(log, runner, stop).await }
-        });
+        bus.spawn_relay(log, &stop);
+        bus.spawn_consumer(log, runner, &stop);
     }
     let writers: Vec<_> = (0..8)
         .map(|w| {

@@ -1,15 +1,17 @@
 //! The NATS JetStream bus against real nats-server processes.
 
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agon::bus::{Bus, NatsBus};
+use agon::store::EventLog;
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{
-    Kind, Recorder, assert_complete_and_ordered, fill_stream, free_port, fresh, on_both_backends,
-    wait_for_port,
+    Kind, Recorder, assert_complete_and_ordered, free_port, fresh, on_both_backends, wait_for_port,
+    write_concurrently,
 };
 
 on_both_backends! {
@@ -75,32 +77,10 @@ impl Drop for NatsServer {
     }
 }
 
-fn spawn_bus(
-    bus: &Bus,
-    log: &agon::store::EventLog,
-    consumers: &[std::sync::Arc<Recorder>],
-    stop: &CancellationToken,
-) {
-    tokio::spawn({
-        let (bus, log, stop) = (bus.clone(), log.clone(), stop.clone());
-        async move { bus.run_relay(log, stop).await }
-    });
+fn spawn_bus(bus: &Bus, log: &EventLog, consumers: &[Arc<Recorder>], stop: &CancellationToken) {
+    bus.spawn_relay(log, stop);
     for consumer in consumers {
-        let (bus, log, stop, consumer) = (bus.clone(), log.clone(), stop.clone(), consumer.clone());
-        tokio::spawn(async move { bus.run_consumer(log, consumer, stop).await });
-    }
-}
-
-async fn write(log: &agon::store::EventLog, prefix: &str, streams: usize, per_stream: usize) {
-    let writers: Vec<_> = (0..streams)
-        .map(|w| {
-            let log = log.clone();
-            let id = format!("{prefix}{w}");
-            tokio::spawn(async move { fill_stream(&log, "tally", &id, per_stream).await })
-        })
-        .collect();
-    for writer in writers {
-        writer.await.unwrap();
+        bus.spawn_consumer(log, consumer.clone(), stop);
     }
 }
 
@@ -114,7 +94,7 @@ async fn writers_reach_consumers_through_jetstream(kind: Kind) {
         Recorder::new("consumer-b", &store.log),
     );
     spawn_bus(&bus, &store.log, &[a.clone(), b.clone()], &stop);
-    write(&store.log, "w", 16, 500).await;
+    write_concurrently(&store.log, "w", 16, 500).await;
     for recorder in [&a, &b] {
         let seen = recorder.wait_for(8_000, Duration::from_secs(90)).await;
         assert_complete_and_ordered(&seen, 16, 500);
@@ -130,7 +110,7 @@ async fn nats_restart_mid_stream_loses_nothing(kind: Kind) {
     let recorder = Recorder::new("survivor", &store.log);
     spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);
 
-    write(&store.log, "a", 4, 50).await;
+    write_concurrently(&store.log, "a", 4, 50).await;
     assert_eq!(
         recorder.wait_for(200, Duration::from_secs(30)).await.len(),
         200
@@ -138,10 +118,10 @@ async fn nats_restart_mid_stream_loses_nothing(kind: Kind) {
 
     server.stop();
     // Commands still commit while NATS is down.
-    write(&store.log, "b", 4, 50).await;
+    write_concurrently(&store.log, "b", 4, 50).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     server.restart().await;
-    write(&store.log, "c", 4, 50).await;
+    write_concurrently(&store.log, "c", 4, 50).await;
 
     let seen = recorder.wait_for(600, Duration::from_secs(90)).await;
     assert_complete_and_ordered(&seen, 12, 50);
@@ -156,7 +136,7 @@ async fn a_new_nats_server_gets_the_whole_log_again(kind: Kind) {
         let stop = CancellationToken::new();
         let recorder = Recorder::new("before", &store.log);
         spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);
-        write(&store.log, "a", 3, 20).await;
+        write_concurrently(&store.log, "a", 3, 20).await;
         assert_eq!(
             recorder.wait_for(60, Duration::from_secs(30)).await.len(),
             60
@@ -169,7 +149,7 @@ async fn a_new_nats_server_gets_the_whole_log_again(kind: Kind) {
     let stop = CancellationToken::new();
     let recorder = Recorder::new("after", &store.log);
     spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);
-    write(&store.log, "b", 1, 5).await;
+    write_concurrently(&store.log, "b", 1, 5).await;
     let seen = recorder.wait_for(65, Duration::from_secs(30)).await;
     assert_eq!(
         seen.len(),

@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::tally::{Add, Tally};
 use crate::support::{
-    Kind, Recorder, assert_complete_and_ordered, event, fill_stream, fresh, on_both_backends,
+    Kind, Recorder, assert_complete_and_ordered, event, fill_range, fill_stream, fresh,
+    on_both_backends, write_concurrently,
 };
 
 on_both_backends! {
@@ -161,33 +162,12 @@ async fn sixteen_writers_reach_every_consumer(kind: Kind) {
     let bus = Bus::Local(LocalBus::new(store.log.backend()));
     let stop = CancellationToken::new();
     let early = Recorder::new("early", &store.log);
-    tokio::spawn({
-        let (bus, log, stop) = (bus.clone(), store.log.clone(), stop.clone());
-        async move { bus.run_relay(log, stop).await }
-    });
-    tokio::spawn({
-        let (bus, log, stop, consumer) =
-            (bus.clone(), store.log.clone(), stop.clone(), early.clone());
-        async move { bus.run_consumer(log, consumer, stop).await }
-    });
-    let writers: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            let log = store.log.clone();
-            tokio::spawn(
-                async move { fill_stream(&log, "tally", &format!("w{w}"), PER_WRITER).await },
-            )
-        })
-        .collect();
-    for writer in writers {
-        writer.await.unwrap();
-    }
+    bus.spawn_relay(&store.log, &stop);
+    bus.spawn_consumer(&store.log, early.clone(), &stop);
+    write_concurrently(&store.log, "w", WRITERS, PER_WRITER).await;
     // A consumer that joins late catches up from the store.
     let late = Recorder::new("late", &store.log);
-    tokio::spawn({
-        let (bus, log, stop, consumer) =
-            (bus.clone(), store.log.clone(), stop.clone(), late.clone());
-        async move { bus.run_consumer(log, consumer, stop).await }
-    });
+    bus.spawn_consumer(&store.log, late.clone(), &stop);
     let total = WRITERS * PER_WRITER;
     for recorder in [&early, &late] {
         let seen = recorder.wait_for(total, Duration::from_secs(60)).await;
@@ -203,23 +183,15 @@ async fn consumer_restart_resumes_from_checkpoint(kind: Kind) {
 
     let stop = CancellationToken::new();
     let first = Recorder::new("restartable", &store.log);
-    let run = tokio::spawn({
-        let (bus, log, stop, consumer) =
-            (bus.clone(), store.log.clone(), stop.clone(), first.clone());
-        async move { bus.run_consumer(log, consumer, stop).await }
-    });
+    let run = bus.spawn_consumer(&store.log, first.clone(), &stop);
     assert_eq!(first.wait_for(30, Duration::from_secs(20)).await.len(), 30);
     stop.cancel();
     run.await.unwrap();
 
-    fill_stream_from(&store.log, "a", 31, 45).await;
+    fill_range(&store.log, "tally", "a", 31..=45).await;
     let stop = CancellationToken::new();
     let second = Recorder::new("restartable", &store.log);
-    tokio::spawn({
-        let (bus, log, stop, consumer) =
-            (bus.clone(), store.log.clone(), stop.clone(), second.clone());
-        async move { bus.run_consumer(log, consumer, stop).await }
-    });
+    bus.spawn_consumer(&store.log, second.clone(), &stop);
     let seen = second.wait_for(15, Duration::from_secs(20)).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let seen_after = second.seen();
@@ -234,12 +206,6 @@ async fn consumer_restart_resumes_from_checkpoint(kind: Kind) {
         "nothing before the checkpoint was handed again"
     );
     stop.cancel();
-}
-
-async fn fill_stream_from(log: &agon::store::EventLog, id: &str, from: usize, to: usize) {
-    for sequence in from..=to {
-        log.append(&[event("tally", id, sequence)]).await.unwrap();
-    }
 }
 
 async fn snapshots_are_stored_with_their_events(kind: Kind) {

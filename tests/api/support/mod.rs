@@ -101,10 +101,34 @@ pub fn event(aggregate_type: &str, aggregate_id: &str, sequence: usize) -> Seria
 
 /// Appends `count` single-event commands to one stream, from sequence 1.
 pub async fn fill_stream(log: &EventLog, aggregate_type: &str, aggregate_id: &str, count: usize) {
-    for sequence in 1..=count {
+    fill_range(log, aggregate_type, aggregate_id, 1..=count).await;
+}
+
+/// Appends one single-event command per sequence in `sequences` to one stream.
+pub async fn fill_range(
+    log: &EventLog,
+    aggregate_type: &str,
+    aggregate_id: &str,
+    sequences: std::ops::RangeInclusive<usize>,
+) {
+    for sequence in sequences {
         log.append(&[event(aggregate_type, aggregate_id, sequence)])
             .await
             .unwrap();
+    }
+}
+
+/// `streams` concurrent writers, each filling its own stream `<prefix><n>`
+/// with `per_stream` events; returns when all are done.
+pub async fn write_concurrently(log: &EventLog, prefix: &str, streams: usize, per_stream: usize) {
+    let writers: Vec<_> = (0..streams)
+        .map(|n| {
+            let (log, id) = (log.clone(), format!("{prefix}{n}"));
+            tokio::spawn(async move { fill_stream(&log, "tally", &id, per_stream).await })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
     }
 }
 
