@@ -1,8 +1,9 @@
 //! The composition root: builds the store, the bus, the projections and the
 //! HTTP router from [`Settings`], and runs them together until told to stop.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use tokio::net::TcpListener;
@@ -11,6 +12,8 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::{Bus, BusError, LocalBus, NatsBus};
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
+use crate::http::ratelimit::{RateLimiter, RedisError};
+use crate::http::recent_errors::RecentErrors;
 use crate::store::{Db, EventLog, StoreError};
 use crate::{http, projection};
 
@@ -22,9 +25,14 @@ pub enum StartError {
     Key(#[from] KeyError),
     #[error("cannot connect to NATS: {0}")]
     Bus(#[from] BusError),
+    #[error("cannot set up Redis: {0}")]
+    Redis(#[from] RedisError),
     #[error("cannot listen: {0}")]
     Listen(#[from] std::io::Error),
 }
+
+/// How often an unreachable Redis is retried.
+const REDIS_CHECK_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Everything the running service shares; cheap to clone.
 #[derive(Debug, Clone)]
@@ -34,6 +42,8 @@ pub struct App {
     pub bus: Bus,
     pub seal_key: SealKey,
     pub started: Instant,
+    pub limiter: RateLimiter,
+    pub recent_errors: RecentErrors,
 }
 
 impl App {
@@ -55,12 +65,21 @@ impl App {
             Some(url) => Bus::Nats(NatsBus::connect(url).await?),
             None => Bus::Local(LocalBus::new(log.backend())),
         };
+        let limiter = RateLimiter::new(&settings.rate_limits)?;
+        if let Some(redis) = limiter.redis()
+            && !redis.connect().await
+        {
+            tracing::warn!("redis unreachable at start: rate limits fall back until it answers");
+        }
+        http::metrics::handle();
         Ok(Self {
             settings: Arc::new(settings),
             log,
             bus,
             seal_key,
             started: Instant::now(),
+            limiter,
+            recent_errors: RecentErrors::default(),
         })
     }
 
@@ -78,9 +97,14 @@ impl App {
             stop.clone(),
         );
         tasks.push(tokio::spawn(run_sealer(log, key, interval, token)));
+        if let Some(redis) = self.limiter.redis() {
+            let watch = redis.clone().watch(REDIS_CHECK_INTERVAL, stop.clone());
+            tasks.push(tokio::spawn(watch));
+        }
 
         let router = http::router(self.clone());
         let token = stop.clone();
+        let router = router.into_make_service_with_connect_info::<SocketAddr>();
         let served = axum::serve(api, router)
             .with_graceful_shutdown(async move { token.cancelled().await })
             .await;

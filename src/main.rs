@@ -65,6 +65,9 @@ fn main() -> ExitCode {
         Err(e) => return fail(&e),
     };
     init_logging(&settings);
+    for warning in &settings.warnings {
+        tracing::warn!("{warning}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -4,26 +4,33 @@
 use std::collections::BTreeMap;
 
 use agon_projections::AdminStats;
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::routes;
 
 use super::error::ApiError;
+use super::ratelimit::Action;
+use super::routes::{RouteSpec, Routes};
 use crate::app::App;
 use crate::projection::load_view;
 
-#[derive(Debug, Serialize)]
+pub fn routes() -> Routes {
+    Routes::new().add(routes!(stats), RouteSpec::new().action(Action::Admin))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Stats {
+    /// Debates neither completed nor failed.
     pub active_debates: u64,
     pub total_events: u64,
     pub events_by_aggregate_type: BTreeMap<String, u64>,
 }
 
-pub fn router() -> Router<App> {
-    Router::new().route("/api/admin/stats", get(stats))
-}
-
+/// Counts from the event log's `admin_stats` read model.
+#[utoipa::path(get, path = "/api/admin/stats", tag = "operations",
+    responses((status = 200, body = Stats)))]
 async fn stats(State(app): State<App>) -> Result<Json<Stats>, ApiError> {
     let view = load_view::<AdminStats>(&app.log).await?;
     Ok(Json(Stats {

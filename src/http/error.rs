@@ -1,54 +1,255 @@
-//! The one place that turns errors into HTTP statuses and the spec's general
-//! error form `{"error": {"code", "message", "details"}}` (§7). Internal
-//! causes are logged, never sent.
+//! The one place that turns errors into HTTP statuses and the spec's error
+//! forms (§7). A handler's [`ApiError`] becomes a response carrying an
+//! [`ErrorReport`]; the platform middleware renders that report in the form
+//! the request's API version asks for (general, v1, v2, or the rate-limit
+//! form on every 429) and logs internal causes, which are never sent.
+
+use std::sync::Arc;
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
+use super::ratelimit::Verdict;
 use crate::store::StoreError;
+
+/// Where a v2 error points its reader.
+pub const SUPPORT_URL: &str = "/api/redoc#section/Errors";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    #[error("resource not found")]
-    NotFound,
-    #[error("internal error")]
-    Internal(#[from] StoreError),
+    #[error("{message}")]
+    BadRequest { message: String, details: Value },
+    #[error("{message}")]
+    Validation { message: String, details: Value },
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{resource_type} not found")]
+    NotFound {
+        resource_type: &'static str,
+        resource_id: Option<String>,
+    },
+    #[error("no route for {method} {path}")]
+    RouteNotFound { method: String, path: String },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("Request body too large")]
+    PayloadTooLarge,
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("rate limit exceeded")]
+    RateLimited(Verdict),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("internal error: {0}")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::Internal(Box::new(e))
+    }
 }
 
 impl ApiError {
-    fn parts(&self) -> (StatusCode, &'static str, String) {
-        match self {
-            ApiError::NotFound => (
-                StatusCode::NOT_FOUND,
-                "NOT_FOUND",
-                "Resource not found".to_owned(),
-            ),
-            ApiError::Internal(_) => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL_ERROR",
-                "Internal server error".to_owned(),
-            ),
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            message: message.into(),
+            details: json!({}),
         }
     }
+
+    pub fn validation(message: impl Into<String>, details: Value) -> Self {
+        ApiError::Validation {
+            message: message.into(),
+            details,
+        }
+    }
+
+    fn report(self) -> ErrorReport {
+        let message = self.to_string();
+        let (status, code) = match &self {
+            ApiError::BadRequest { .. } => (StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+            ApiError::Validation { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_ERROR"),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            ApiError::NotFound { .. } | ApiError::RouteNotFound { .. } => {
+                (StatusCode::NOT_FOUND, "NOT_FOUND")
+            }
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
+            ApiError::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
+            ApiError::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE")
+            }
+            ApiError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
+            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
+        };
+        let mut report = ErrorReport::new(status, code, message);
+        match self {
+            ApiError::BadRequest { details, .. } | ApiError::Validation { details, .. } => {
+                report.details = details;
+            }
+            ApiError::NotFound {
+                resource_type,
+                resource_id,
+            } => {
+                report.resource_type = Some(resource_type.to_owned());
+                report.resource_id = resource_id;
+            }
+            ApiError::RateLimited(verdict) => {
+                report.details = json!({"retry_after": verdict.retry_after_secs()});
+                report.rate_limit = Some(verdict);
+            }
+            ApiError::Internal(cause) => {
+                report.message = "Internal server error".to_owned();
+                report.internal_cause = Some(error_chain(cause.as_ref()));
+            }
+            _ => {}
+        }
+        report
+    }
+}
+
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Everything needed to render an error in any of the spec's forms.
+#[derive(Debug, Clone)]
+pub struct ErrorReport {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub details: Value,
+    pub resource_type: Option<String>,
+    pub resource_id: Option<String>,
+    pub rate_limit: Option<Verdict>,
+    /// Logged by the middleware; never sent.
+    pub internal_cause: Option<String>,
+}
+
+impl ErrorReport {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: json!({}),
+            resource_type: None,
+            resource_id: None,
+            rate_limit: None,
+            internal_cause: None,
+        }
+    }
+
+    /// A report for an error response some layer produced without one
+    /// (axum's 405, a timeout, a length limit).
+    pub fn for_status(status: StatusCode) -> Self {
+        let (code, message) = match status {
+            StatusCode::BAD_REQUEST => ("BAD_REQUEST", "Bad request"),
+            StatusCode::UNAUTHORIZED => ("UNAUTHORIZED", "Authentication required"),
+            StatusCode::FORBIDDEN => ("FORBIDDEN", "Insufficient permission"),
+            StatusCode::NOT_FOUND => ("NOT_FOUND", "Resource not found"),
+            StatusCode::METHOD_NOT_ALLOWED => (
+                "METHOD_NOT_ALLOWED",
+                "Method not allowed on this path; see the Allow header",
+            ),
+            StatusCode::REQUEST_TIMEOUT => ("REQUEST_TIMEOUT", "The request took too long"),
+            StatusCode::PAYLOAD_TOO_LARGE => ("PAYLOAD_TOO_LARGE", "Request body too large"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                ("UNSUPPORTED_MEDIA_TYPE", "Unsupported media type")
+            }
+            StatusCode::UNPROCESSABLE_ENTITY => ("VALIDATION_ERROR", "The request is not valid"),
+            StatusCode::TOO_MANY_REQUESTS => ("RATE_LIMIT_EXCEEDED", "Rate limit exceeded"),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                ("SERVICE_UNAVAILABLE", "The service is unavailable")
+            }
+            s if s.is_server_error() => ("INTERNAL_ERROR", "Internal server error"),
+            _ => ("BAD_REQUEST", "The request could not be served"),
+        };
+        Self::new(status, code, message)
+    }
+
+    /// The body in `form`; `trace_id` is the request id.
+    pub fn body(&self, form: ErrorForm, trace_id: &str) -> Value {
+        if let Some(verdict) = &self.rate_limit {
+            return json!({
+                "error": self.message,
+                "code": self.code,
+                "retry_after": verdict.retry_after_secs(),
+                "limit": verdict.limit,
+                "remaining": verdict.remaining,
+                "trace_id": trace_id,
+            });
+        }
+        match form {
+            ErrorForm::General => {
+                let mut error = Map::new();
+                error.insert("code".into(), json!(self.code));
+                error.insert("message".into(), json!(self.message));
+                error.insert("details".into(), self.details.clone());
+                error.insert("trace_id".into(), json!(trace_id));
+                json!({ "error": error })
+            }
+            ErrorForm::V1 => json!({
+                "error": self.message,
+                "status": self.status.as_u16(),
+                "trace_id": trace_id,
+            }),
+            ErrorForm::V2 => json!({
+                "error": self.message,
+                "code": self.code,
+                "resource_type": self.resource_type,
+                "resource_id": self.resource_id,
+                "trace_id": trace_id,
+                "support_url": SUPPORT_URL,
+            }),
+        }
+    }
+}
+
+/// Which of §7's forms a request's errors take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorForm {
+    /// Unversioned paths with no version asked for.
+    General,
+    /// v1 chosen by prefix or header.
+    V1,
+    V2,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let ApiError::Internal(cause) = &self {
-            tracing::error!(error = %cause, "request failed");
+        let report = self.report();
+        // The general form is the default; the platform middleware re-renders
+        // it in the request's form and fills in the trace id.
+        let mut response =
+            (report.status, Json(report.body(ErrorForm::General, ""))).into_response();
+        if let Some(verdict) = &report.rate_limit
+            && let Ok(value) = HeaderValue::from_str(&verdict.retry_after_secs().to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
         }
-        let (status, code, message) = self.parts();
-        (
-            status,
-            Json(json!({"error": {"code": code, "message": message, "details": {}}})),
-        )
-            .into_response()
+        response.extensions_mut().insert(Arc::new(report));
+        response
     }
 }
 
 /// Answers every unknown route.
-pub async fn not_found() -> ApiError {
-    ApiError::NotFound
+pub async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::RouteNotFound {
+        method: method.to_string(),
+        path: uri.path().to_owned(),
+    }
 }

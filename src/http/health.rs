@@ -1,72 +1,261 @@
-//! `GET /api/health`: public liveness and component status (§2.3, §4.3).
+//! The health family (§2.3, §4.3): `GET /api/health` (public, both
+//! documented forms in one body) and the detailed report served at
+//! `/api/health/detailed` and `/api/metrics/health`. Every figure is read
+//! from the running parts; a part that is not built says `not_configured`.
 
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::{Json, Router};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::routes;
 
+use super::ratelimit::{Backend, PathLimit};
+use super::routes::{RouteSpec, Routes};
 use crate::app::App;
 use crate::bus::Bus;
+use crate::projection;
 
-#[derive(Debug, Serialize)]
+pub fn routes() -> Routes {
+    Routes::new()
+        .add(
+            routes!(health),
+            RouteSpec::new()
+                .v2_at("/api/v2/system/health")
+                .limit(PathLimit::Endpoint(120)),
+        )
+        .add(
+            routes!(detailed),
+            RouteSpec::new().also_at("/api/metrics/health"),
+        )
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
+    /// `healthy`, `degraded` (working, a shared part missing) or `unhealthy`.
     pub status: &'static str,
     pub version: &'static str,
     /// Seconds since start.
     pub uptime: f64,
     pub components: Components,
+    /// The second documented form: `checks.<part>.status`.
+    pub checks: BTreeMap<&'static str, Check>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Components {
     pub database: &'static str,
-    /// No Redis is used yet: always `not_configured`.
+    /// `not_configured`, `healthy`, or `unavailable` (rate limits fall back).
     pub redis: &'static str,
-    /// No AI provider is wired yet: always `not_configured`.
+    /// `not_configured` until AI providers are wired.
     pub agents: &'static str,
     pub event_bus: &'static str,
 }
 
-pub fn router() -> Router<App> {
-    Router::new().route("/api/health", get(health))
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Check {
+    pub status: &'static str,
 }
 
-async fn health(State(app): State<App>) -> impl IntoResponse {
-    let database = if app.log.db().ping().await {
-        "healthy"
-    } else {
-        "unhealthy"
-    };
-    let event_bus = match &app.bus {
-        Bus::Local(_) => "healthy",
-        Bus::Nats(nats) if nats.connected() => "healthy",
-        // Commands still commit while NATS is away; the relay catches up.
-        Bus::Nats(_) => "degraded",
-    };
-    let healthy = database == "healthy";
-    let body = Health {
-        status: if !healthy {
-            "unhealthy"
-        } else if event_bus == "healthy" {
+/// What every health answer is computed from.
+struct Probe {
+    database: &'static str,
+    database_latency_ms: f64,
+    redis: &'static str,
+    event_bus: &'static str,
+}
+
+impl Probe {
+    async fn run(app: &App) -> Self {
+        let started = Instant::now();
+        let database = if app.log.db().ping().await {
             "healthy"
         } else {
-            "degraded"
-        },
-        version: env!("CARGO_PKG_VERSION"),
-        uptime: app.started.elapsed().as_secs_f64(),
-        components: Components {
+            "unhealthy"
+        };
+        let database_latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let redis = match app.limiter.redis() {
+            None => "not_configured",
+            Some(redis) if redis.available() => "healthy",
+            Some(_) => "unavailable",
+        };
+        let event_bus = match &app.bus {
+            Bus::Local(_) => "healthy",
+            Bus::Nats(nats) if nats.connected() => "healthy",
+            // Commands still commit while NATS is away; the relay catches up.
+            Bus::Nats(_) => "degraded",
+        };
+        Self {
             database,
-            redis: "not_configured",
-            agents: "not_configured",
+            database_latency_ms,
+            redis,
             event_bus,
+        }
+    }
+
+    fn status(&self) -> &'static str {
+        if self.database != "healthy" {
+            "unhealthy"
+        } else if self.event_bus != "healthy" || self.redis == "unavailable" {
+            "degraded"
+        } else {
+            "healthy"
+        }
+    }
+
+    fn http_status(&self) -> StatusCode {
+        if self.database == "healthy" {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+    }
+
+    fn health(&self, app: &App) -> Health {
+        Health {
+            status: self.status(),
+            version: env!("CARGO_PKG_VERSION"),
+            uptime: app.started.elapsed().as_secs_f64(),
+            components: Components {
+                database: self.database,
+                redis: self.redis,
+                agents: "not_configured",
+                event_bus: self.event_bus,
+            },
+            checks: BTreeMap::from([
+                (
+                    "database",
+                    Check {
+                        status: self.database,
+                    },
+                ),
+                ("redis", Check { status: self.redis }),
+                (
+                    "event_bus",
+                    Check {
+                        status: self.event_bus,
+                    },
+                ),
+            ]),
+        }
+    }
+}
+
+/// Liveness and component status.
+#[utoipa::path(get, path = "/api/health", tag = "system", security(()),
+    responses(
+        (status = 200, description = "Working (possibly degraded)", body = Health),
+        (status = 503, description = "The database is unreachable", body = Health),
+    ))]
+async fn health(State(app): State<App>) -> (StatusCode, Json<Health>) {
+    let probe = Probe::run(&app).await;
+    (probe.http_status(), Json(probe.health(&app)))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DetailedHealth {
+    #[serde(flatten)]
+    pub summary: Health,
+    pub timestamp: DateTime<Utc>,
+    pub database: DatabaseDetail,
+    pub event_bus: BusDetail,
+    pub rate_limits: RateLimitDetail,
+    pub projections: Vec<ProjectionDetail>,
+    pub seals: SealDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DatabaseDetail {
+    pub status: &'static str,
+    /// `sqlite` or `postgres`.
+    pub backend: &'static str,
+    pub latency_ms: f64,
+    /// Position of the newest event the feed serves.
+    pub head_position: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BusDetail {
+    pub status: &'static str,
+    /// `in-process` or `nats-jetstream`.
+    pub kind: &'static str,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RateLimitDetail {
+    pub backend: Backend,
+    pub redis: &'static str,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProjectionDetail {
+    pub name: &'static str,
+    /// Position of the last event applied.
+    pub checkpoint_position: Option<i64>,
+    /// True while the projection has not applied the newest event.
+    pub behind: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SealDetail {
+    pub last_seal_number: Option<i64>,
+    /// Position of the newest sealed event.
+    pub sealed_through_position: Option<i64>,
+    pub interval_seconds: u64,
+}
+
+/// Every part's state, with the figures behind it.
+#[utoipa::path(get, path = "/api/health/detailed", tag = "system",
+    responses(
+        (status = 200, description = "Working (possibly degraded)", body = DetailedHealth),
+        (status = 503, description = "The database is unreachable", body = DetailedHealth),
+    ))]
+async fn detailed(State(app): State<App>) -> (StatusCode, Json<DetailedHealth>) {
+    let probe = Probe::run(&app).await;
+    // A failing read leaves its figure empty: the database status says why.
+    let head = app.log.feed_head().await.ok().map(|c| c.position);
+    let mut projections = Vec::new();
+    for name in projection::ALL {
+        let checkpoint = app
+            .log
+            .load_checkpoint(&format!("projection.{name}"))
+            .await
+            .ok()
+            .map(|c| c.position);
+        projections.push(ProjectionDetail {
+            name,
+            checkpoint_position: checkpoint,
+            behind: head.zip(checkpoint).map(|(h, c)| c < h),
+        });
+    }
+    let last_seal = app.log.last_seal().await.ok().flatten();
+    let body = DetailedHealth {
+        summary: probe.health(&app),
+        timestamp: Utc::now(),
+        database: DatabaseDetail {
+            status: probe.database,
+            backend: app.log.backend().name(),
+            latency_ms: probe.database_latency_ms,
+            head_position: head,
+        },
+        event_bus: BusDetail {
+            status: probe.event_bus,
+            kind: app.bus.name(),
+        },
+        rate_limits: RateLimitDetail {
+            backend: app.limiter.backend(),
+            redis: probe.redis,
+        },
+        projections,
+        seals: SealDetail {
+            last_seal_number: last_seal.as_ref().map(|s| s.seal_number),
+            sealed_through_position: last_seal.as_ref().map(|s| s.to_position),
+            interval_seconds: app.settings.seal_interval.as_secs(),
         },
     };
-    let status = if healthy {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (status, Json(body))
+    (probe.http_status(), Json(body))
 }

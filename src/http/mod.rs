@@ -1,18 +1,120 @@
-//! The HTTP face: one router module per spec area, merged here.
+//! The HTTP face. Each spec area exports `routes()`; [`with_platform`] mounts
+//! them (see [`routes`]) inside the layers every request passes through,
+//! outermost first: CORS; [`context`] (request id, version, span, error
+//! form, v2 envelope, deprecation headers, metrics); the body-size limit and
+//! timeout; [`limits`] (rate limits, after routing so it knows the route).
 
 pub mod admin;
+pub mod context;
+pub mod docs;
 pub mod error;
+pub mod extract;
 pub mod health;
+pub mod limits;
+pub mod metrics;
+pub mod ratelimit;
+pub mod recent_errors;
+pub mod routes;
+pub mod system;
+pub mod version;
 
-use axum::Router;
+use std::sync::Arc;
 
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::middleware::from_fn_with_state;
+use axum::{Extension, Router};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+
+use self::docs::ApiDocs;
+use self::routes::{RouteTable, Routes};
 use crate::app::App;
+
+/// What the platform middleware shares.
+#[derive(Debug, Clone)]
+pub struct Platform {
+    pub app: App,
+    pub routes: Arc<RouteTable>,
+}
+
+/// Every area's routes.
+pub fn routes() -> Routes {
+    Routes::new()
+        .merge(health::routes())
+        .merge(metrics::routes())
+        .merge(system::routes())
+        .merge(admin::routes())
+        .merge(docs::routes())
+}
 
 /// The full API router.
 pub fn router(app: App) -> Router {
-    Router::new()
-        .merge(health::router())
-        .merge(admin::router())
+    with_platform(app, routes())
+}
+
+/// `routes` inside the platform layers, documented and limited like the
+/// rest of the API.
+pub fn with_platform(app: App, routes: Routes) -> Router {
+    let (router, table, paths, schemas) = routes.into_parts();
+    let table = Arc::new(table);
+    let docs = Arc::new(ApiDocs::new(&docs::document(paths, schemas, &table)));
+    let platform = Platform {
+        app: app.clone(),
+        routes: table.clone(),
+    };
+    let http = &app.settings.http;
+    router
         .fallback(error::not_found)
+        .layer(from_fn_with_state(platform.clone(), limits::limits))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            http.request_timeout,
+        ))
+        .layer(RequestBodyLimitLayer::new(http.max_body_bytes))
+        .layer(Extension(docs))
+        .layer(Extension(table))
+        .layer(from_fn_with_state(platform, context::context))
+        .layer(cors(&http.allowed_origins))
         .with_state(app)
+}
+
+fn cors(origins: &[String]) -> CorsLayer {
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o).ok())
+        .collect();
+    let name = HeaderName::from_static;
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+            Method::OPTIONS,
+        ])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::ACCEPT,
+            name("x-request-id"),
+            name("x-api-version"),
+        ])
+        .expose_headers([
+            name("x-request-id"),
+            name("x-api-version"),
+            name("x-ratelimit-limit"),
+            name("x-ratelimit-remaining"),
+            name("x-ratelimit-reset"),
+            name("x-ratelimit-action"),
+            header::RETRY_AFTER,
+            name("deprecation"),
+            name("sunset"),
+            header::LINK,
+            name("x-deprecation-level"),
+            name("x-api-deprecated"),
+        ])
+        .max_age(std::time::Duration::from_secs(600))
 }

@@ -1,0 +1,282 @@
+//! One typed settings tree, read once at start from the environment.
+//!
+//! Invalid configuration stops the start with a one-line message naming the
+//! variable; secrets live in [`Secret`], whose `Debug` form never prints them.
+
+mod http;
+mod values;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use http::{HttpSettings, RateLimitSettings};
+use values::Vars;
+pub use values::{ConfigError, Environment, LogLevel, Secret};
+
+/// Everything the service reads from its environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `SERVICE_ENV`: `production` turns on the production checks.
+    pub environment: Environment,
+    /// `SERVICE_DATA_DIR`: SQLite file, generated keys. Default `.nomic`.
+    pub data_dir: PathBuf,
+    /// `DATABASE_URL`: PostgreSQL; unset means the embedded SQLite store.
+    pub database_url: Option<Secret>,
+    /// `SERVICE_DATABASE_MAX_CONNECTIONS`: PostgreSQL pool size. Default 16.
+    pub database_max_connections: u32,
+    /// `SERVICE_NATS_URL`: NATS JetStream bus; unset means the in-process bus.
+    pub nats_url: Option<String>,
+    /// `SERVICE_REQUIRE_DISTRIBUTED` (formerly `SERVICE_REQUIRE_DISTRIBUTED_STATE`):
+    /// refuse to start without PostgreSQL and NATS.
+    pub require_distributed: bool,
+    /// `SERVICE_SIGNING_KEY`: hex ed25519 seed for seals; generated when unset.
+    pub signing_key: Option<Secret>,
+    /// `SERVICE_SEAL_INTERVAL_SECONDS`: how often new events are sealed. Default 60.
+    pub seal_interval: Duration,
+    /// `SERVICE_JWT_SECRET`: token signing secret, at least 32 characters;
+    /// required in production.
+    pub jwt_secret: Option<Secret>,
+    /// `SERVICE_LOG_LEVEL`: DEBUG, INFO (default), WARNING or ERROR.
+    pub log_level: LogLevel,
+    /// `SERVICE_LOG_FORMAT`: `json` for JSON lines, else human-readable text.
+    pub log_json: bool,
+    pub http: HttpSettings,
+    pub rate_limits: RateLimitSettings,
+    /// Things worth a warning at start (deprecated names in use).
+    pub warnings: Vec<String>,
+}
+
+impl Settings {
+    /// Reads the settings from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the settings through `lookup`, so tests need not touch the environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let vars = Vars(lookup);
+        let mut warnings = Vec::new();
+        let environment = match vars
+            .get("SERVICE_ENV")
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("development" | "dev" | "test" | "staging" | "local") => {
+                Environment::Development
+            }
+            Some("production" | "prod") => Environment::Production,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "SERVICE_ENV",
+                    format!("must be development, test, staging or production, not {other:?}"),
+                ));
+            }
+        };
+        let log_level = match vars
+            .get("SERVICE_LOG_LEVEL")
+            .map(|v| v.to_ascii_uppercase())
+            .as_deref()
+        {
+            None | Some("INFO") => LogLevel::Info,
+            Some("DEBUG") => LogLevel::Debug,
+            Some("WARNING" | "WARN") => LogLevel::Warning,
+            Some("ERROR") => LogLevel::Error,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "SERVICE_LOG_LEVEL",
+                    format!("must be DEBUG, INFO, WARNING or ERROR, not {other:?}"),
+                ));
+            }
+        };
+        let require_distributed = if vars.get("SERVICE_REQUIRE_DISTRIBUTED").is_some() {
+            vars.flag("SERVICE_REQUIRE_DISTRIBUTED", false)?
+        } else if vars.get("SERVICE_REQUIRE_DISTRIBUTED_STATE").is_some() {
+            warnings.push(
+                "SERVICE_REQUIRE_DISTRIBUTED_STATE is deprecated; it is read as SERVICE_REQUIRE_DISTRIBUTED, please rename it".to_owned(),
+            );
+            vars.flag("SERVICE_REQUIRE_DISTRIBUTED_STATE", false)?
+        } else {
+            false
+        };
+        let jwt_secret = vars.get("SERVICE_JWT_SECRET").map(Secret::new);
+        if let Some(secret) = &jwt_secret
+            && secret.expose().chars().count() < 32
+        {
+            return Err(ConfigError::new(
+                "SERVICE_JWT_SECRET",
+                "must be at least 32 characters long",
+            ));
+        }
+        let settings = Self {
+            environment,
+            data_dir: vars
+                .get("SERVICE_DATA_DIR")
+                .map_or_else(|| PathBuf::from(".nomic"), PathBuf::from),
+            database_url: vars.get("DATABASE_URL").map(Secret::new),
+            database_max_connections: vars.positive("SERVICE_DATABASE_MAX_CONNECTIONS", 16)?,
+            nats_url: vars.get("SERVICE_NATS_URL"),
+            require_distributed,
+            signing_key: vars.get("SERVICE_SIGNING_KEY").map(Secret::new),
+            seal_interval: Duration::from_secs(
+                vars.positive("SERVICE_SEAL_INTERVAL_SECONDS", 60)?.into(),
+            ),
+            jwt_secret,
+            log_level,
+            log_json: vars
+                .get("SERVICE_LOG_FORMAT")
+                .is_some_and(|v| v.eq_ignore_ascii_case("json")),
+            http: HttpSettings::read(&vars)?,
+            rate_limits: RateLimitSettings::read(&vars)?,
+            warnings,
+        };
+        settings.check_deployment()?;
+        Ok(settings)
+    }
+
+    /// The checks that depend on how the service is deployed.
+    fn check_deployment(&self) -> Result<(), ConfigError> {
+        if self.require_distributed {
+            if self.database_url.is_none() {
+                return Err(ConfigError::new(
+                    "SERVICE_REQUIRE_DISTRIBUTED",
+                    "is true but DATABASE_URL (PostgreSQL) is not set",
+                ));
+            }
+            if self.nats_url.is_none() {
+                return Err(ConfigError::new(
+                    "SERVICE_REQUIRE_DISTRIBUTED",
+                    "is true but SERVICE_NATS_URL (NATS JetStream) is not set",
+                ));
+            }
+        }
+        if self.environment == Environment::Production && self.jwt_secret.is_none() {
+            return Err(ConfigError::new(
+                "SERVICE_JWT_SECRET",
+                "is required when SERVICE_ENV=production (at least 32 characters)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Settings::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_are_the_embedded_back_end() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.data_dir, PathBuf::from(".nomic"));
+        assert!(s.database_url.is_none() && s.nats_url.is_none());
+        assert_eq!(s.log_level, LogLevel::Info);
+        assert_eq!(s.seal_interval, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn log_levels_follow_the_spec_names() {
+        assert_eq!(
+            settings(&[("SERVICE_LOG_LEVEL", "warning")])
+                .unwrap()
+                .log_level,
+            LogLevel::Warning
+        );
+        let err = settings(&[("SERVICE_LOG_LEVEL", "LOUD")]).unwrap_err();
+        assert_eq!(err.variable, "SERVICE_LOG_LEVEL");
+    }
+
+    #[test]
+    fn bad_numbers_name_their_variable() {
+        let err = settings(&[("SERVICE_SEAL_INTERVAL_SECONDS", "0")]).unwrap_err();
+        assert_eq!(err.variable, "SERVICE_SEAL_INTERVAL_SECONDS");
+    }
+
+    #[test]
+    fn production_requires_a_long_jwt_secret() {
+        let err = settings(&[("SERVICE_ENV", "production")]).unwrap_err();
+        assert_eq!(err.variable, "SERVICE_JWT_SECRET");
+        let err = settings(&[("SERVICE_JWT_SECRET", "short")]).unwrap_err();
+        assert_eq!(err.variable, "SERVICE_JWT_SECRET");
+        let long = "x".repeat(32);
+        let s = settings(&[("SERVICE_ENV", "production"), ("SERVICE_JWT_SECRET", &long)]).unwrap();
+        assert_eq!(s.environment, Environment::Production);
+    }
+
+    #[test]
+    fn wildcard_and_malformed_origins_are_refused() {
+        for bad in [
+            "*",
+            "https://*.example.com",
+            "example.com",
+            "https://a.example/path",
+        ] {
+            let err = settings(&[("SERVICE_ALLOWED_ORIGINS", bad)]).unwrap_err();
+            assert_eq!(err.variable, "SERVICE_ALLOWED_ORIGINS", "{bad}");
+        }
+        let s = settings(&[(
+            "SERVICE_ALLOWED_ORIGINS",
+            "https://a.example, http://localhost:3000",
+        )])
+        .unwrap();
+        assert_eq!(
+            s.http.allowed_origins,
+            ["https://a.example", "http://localhost:3000"]
+        );
+    }
+
+    #[test]
+    fn the_old_distributed_name_maps_to_the_new_one_with_a_warning() {
+        let err = settings(&[("SERVICE_REQUIRE_DISTRIBUTED_STATE", "true")]).unwrap_err();
+        assert_eq!(err.variable, "SERVICE_REQUIRE_DISTRIBUTED");
+        let s = settings(&[
+            ("SERVICE_REQUIRE_DISTRIBUTED_STATE", "true"),
+            ("DATABASE_URL", "postgres://h/db"),
+            ("SERVICE_NATS_URL", "nats://h:4222"),
+        ])
+        .unwrap();
+        assert!(s.require_distributed);
+        assert!(s.warnings[0].contains("SERVICE_REQUIRE_DISTRIBUTED_STATE"));
+        let err = settings(&[
+            ("SERVICE_REQUIRE_DISTRIBUTED", "true"),
+            ("DATABASE_URL", "postgres://h/db"),
+        ])
+        .unwrap_err();
+        assert!(err.problem.contains("SERVICE_NATS_URL"));
+    }
+
+    #[test]
+    fn rate_limit_settings_parse_and_name_their_variable() {
+        let s = settings(&[
+            ("SERVICE_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1"),
+            ("SERVICE_BURST_MULTIPLIER", "1.5"),
+            ("SERVICE_RATE_LIMIT", "70"),
+        ])
+        .unwrap();
+        assert_eq!(s.rate_limits.trusted_proxies.len(), 2);
+        assert_eq!(s.rate_limits.burst_multiplier, 1.5);
+        assert_eq!(s.rate_limits.default_per_minute, 70);
+        assert_eq!(s.rate_limits.ip_per_minute, 120);
+        for (name, value) in [
+            ("SERVICE_TRUSTED_PROXIES", "not-a-net"),
+            ("SERVICE_BURST_MULTIPLIER", "0.5"),
+            ("SERVICE_RATE_LIMIT_FAIL_OPEN", "maybe"),
+            ("SERVICE_IP_RATE_LIMIT", "-1"),
+        ] {
+            assert_eq!(settings(&[(name, value)]).unwrap_err().variable, name);
+        }
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let s = settings(&[("DATABASE_URL", "postgres://u:hunter2@h/db")]).unwrap();
+        assert!(!format!("{s:?}").contains("hunter2"));
+    }
+}

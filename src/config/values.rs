@@ -1,0 +1,144 @@
+//! Value types of the settings tree and the parsers that read them from
+//! text, each failing with a [`ConfigError`] that names its variable.
+
+use thiserror::Error;
+
+/// A value that must never reach a log line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// `SERVICE_LOG_LEVEL` as the spec names its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warning,
+    Error,
+}
+
+impl LogLevel {
+    /// The `tracing` filter directive for this level.
+    pub fn directive(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warning => "warn",
+            LogLevel::Error => "error",
+        }
+    }
+}
+
+/// `SERVICE_ENV`: `production` turns on the production checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Environment {
+    Development,
+    Production,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("invalid configuration: {variable} {problem}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub problem: String,
+}
+
+impl ConfigError {
+    pub fn new(variable: &'static str, problem: impl Into<String>) -> Self {
+        Self {
+            variable,
+            problem: problem.into(),
+        }
+    }
+}
+
+/// Reads trimmed, non-empty variables through a lookup function.
+pub struct Vars<F>(pub F);
+
+impl<F: Fn(&str) -> Option<String>> Vars<F> {
+    pub fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// A whole number above 0, or `default` when unset.
+    pub fn positive(&self, variable: &'static str, default: u32) -> Result<u32, ConfigError> {
+        match self.get(variable) {
+            None => Ok(default),
+            Some(text) => text.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                ConfigError::new(
+                    variable,
+                    format!("must be a whole number above 0, not {text:?}"),
+                )
+            }),
+        }
+    }
+
+    /// A number of at least `min`, or `default` when unset.
+    pub fn at_least(
+        &self,
+        variable: &'static str,
+        min: f64,
+        default: f64,
+    ) -> Result<f64, ConfigError> {
+        match self.get(variable) {
+            None => Ok(default),
+            Some(text) => text
+                .parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite() && *n >= min)
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        variable,
+                        format!("must be a number of at least {min}, not {text:?}"),
+                    )
+                }),
+        }
+    }
+
+    /// `true/false`, `1/0`, `yes/no`, `on/off`; `default` when unset.
+    pub fn flag(&self, variable: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self
+            .get(variable)
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
+            None => Ok(default),
+            Some("true" | "1" | "yes" | "on") => Ok(true),
+            Some("false" | "0" | "no" | "off") => Ok(false),
+            Some(other) => Err(ConfigError::new(
+                variable,
+                format!("must be true or false, not {other:?}"),
+            )),
+        }
+    }
+
+    /// A comma-separated list with empty items dropped.
+    pub fn list(&self, variable: &str) -> Vec<String> {
+        self.get(variable)
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

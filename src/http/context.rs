@@ -1,0 +1,205 @@
+//! The outermost API middleware. For every request it settles the request
+//! id, the API version and the route, runs the request inside a span that
+//! carries the id, and on the way out renders errors in the version's form,
+//! wraps v2 bodies, adds the version and deprecation headers, records the
+//! request metrics and remembers errors for `/api/system/errors`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::Platform;
+use super::error::{ErrorForm, ErrorReport};
+use super::recent_errors::RecordedError;
+use super::routes::{Mount, MountKind};
+use super::version::{ApiVersion, ListLinks, Negotiated, envelope, negotiate, v1_deprecation};
+
+/// The request's correlation id (`X-Request-ID`), also the errors' `trace_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(pub Arc<str>);
+
+/// Largest body the v2 envelope buffers; bigger JSON goes out unwrapped.
+const ENVELOPE_LIMIT: usize = 16 * 1024 * 1024;
+
+pub async fn context(
+    State(platform): State<Platform>,
+    matched: Option<MatchedPath>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let request_id = RequestId(request_id(request.headers()).into());
+    let mount = matched.and_then(|m| platform.routes.get(m.as_str()).cloned());
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let self_link = request
+        .uri()
+        .path_and_query()
+        .map_or_else(|| path.clone(), |pq| pq.as_str().to_owned());
+    let span = tracing::info_span!(
+        "request",
+        request_id = %request_id.0,
+        method = %method,
+        path = %path,
+    );
+    async move {
+        let negotiated = negotiate(&path, request.headers());
+        let (form, response) = match negotiated {
+            Err(error) => (ErrorForm::General, error.into_response()),
+            Ok(negotiated) => {
+                request.extensions_mut().insert(negotiated);
+                request.extensions_mut().insert(request_id.clone());
+                if let Some(mount) = &mount {
+                    request.extensions_mut().insert(mount.clone());
+                }
+                let mut response = next.run(request).await;
+                if negotiated.version == ApiVersion::V2
+                    && mount.as_ref().is_some_and(|m| m.enveloped)
+                {
+                    response = wrap_v2(response, &request_id.0, &self_link).await;
+                }
+                add_version_headers(&mut response, negotiated, mount.as_deref(), &path);
+                (negotiated.error_form(), response)
+            }
+        };
+        let mut response = render_error(response, form, &request_id.0, &platform, &method, &path);
+        if let Ok(value) = HeaderValue::from_str(&request_id.0) {
+            response.headers_mut().insert("x-request-id", value);
+        }
+        let route = mount.as_ref().map_or("unmatched", |m| m.path.as_str());
+        let status = response.status();
+        let elapsed = started.elapsed();
+        let labels = [
+            ("method", method.to_string()),
+            ("route", route.to_owned()),
+            ("status", status.as_u16().to_string()),
+        ];
+        metrics::counter!("service_http_requests_total", &labels).increment(1);
+        metrics::histogram!("service_http_request_duration_seconds", &labels)
+            .record(elapsed.as_secs_f64());
+        tracing::info!(
+            status = status.as_u16(),
+            route,
+            latency_ms = elapsed.as_secs_f64() * 1000.0,
+            "request finished"
+        );
+        response
+    }
+    .instrument(span)
+    .await
+}
+
+/// The caller's id when it is printable and of sane length, else a new one.
+fn request_id(headers: &HeaderMap) -> String {
+    headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|id| (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned)
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+async fn wrap_v2(response: Response, request_id: &str, self_link: &str) -> Response {
+    if !response.status().is_success() || !is_json(response.headers()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = to_bytes(body, ENVELOPE_LIMIT).await else {
+        return ErrorReport::for_status(axum::http::StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response_with_form(ErrorForm::V2, request_id);
+    };
+    let Ok(data) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    let links = parts.extensions.get::<ListLinks>().cloned();
+    let wrapped = envelope(
+        data,
+        request_id,
+        Utc::now(),
+        links.as_ref().map(|l| (self_link, l)),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(wrapped.to_string()))
+}
+
+fn add_version_headers(
+    response: &mut Response,
+    negotiated: Negotiated,
+    mount: Option<&Mount>,
+    path: &str,
+) {
+    let headers = response.headers_mut();
+    headers.insert(
+        "x-api-version",
+        HeaderValue::from_static(negotiated.version.number()),
+    );
+    let Some(mount) = mount.filter(|m| m.versioned) else {
+        return;
+    };
+    // Every v1 response is deprecated; aliases are, whatever the version.
+    let deprecated = mount.kind == MountKind::Alias
+        || (negotiated.version == ApiVersion::V1 && mount.kind != MountKind::V2);
+    if deprecated {
+        let successor = mount.successor_for(path);
+        v1_deprecation().apply(headers, successor.as_deref(), Utc::now());
+    }
+}
+
+/// Gives every error response the body of `form`, logs internal causes and
+/// records the error.
+fn render_error(
+    response: Response,
+    form: ErrorForm,
+    trace_id: &str,
+    platform: &Platform,
+    method: &axum::http::Method,
+    path: &str,
+) -> Response {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let report = match response.extensions().get::<Arc<ErrorReport>>() {
+        Some(report) => report.clone(),
+        // Some layer answered without our error type (axum's 405, a timeout,
+        // a length limit): replace its bare body. JSON bodies are meant.
+        None if !is_json(response.headers()) => Arc::new(ErrorReport::for_status(status)),
+        None => return response,
+    };
+    if let Some(cause) = &report.internal_cause {
+        tracing::error!(cause = %cause, "request failed");
+    }
+    platform
+        .app
+        .recent_errors
+        .record(RecordedError::new(trace_id, method, path, &report));
+    let (mut parts, _) = response.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let body = report.body(form, trace_id).to_string();
+    Response::from_parts(parts, Body::from(body))
+}
+
+impl ErrorReport {
+    fn into_response_with_form(self, form: ErrorForm, trace_id: &str) -> Response {
+        let body = self.body(form, trace_id);
+        (self.status, axum::Json(body)).into_response()
+    }
+}

@@ -1,0 +1,72 @@
+//! The rate-limit middleware: runs after routing (it needs the route's
+//! limits) and after authentication (it counts per user when it can), and
+//! reports the bucket closest to its limit in the `X-RateLimit-*` headers.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::Platform;
+use super::error::ApiError;
+use super::ratelimit::{Action, Facts, Principal, Verdict, client_ip};
+use super::routes::Mount;
+
+/// The caller's address as the limiter saw it (after trusted proxies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientIp(pub IpAddr);
+
+pub async fn limits(
+    State(platform): State<Platform>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let limiter = &platform.app.limiter;
+    let connect = request.extensions().get::<ConnectInfo<SocketAddr>>();
+    let peer = connect.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    let ip = client_ip(peer, request.headers(), &limiter.settings().trusted_proxies);
+    request.extensions_mut().insert(ClientIp(ip));
+    let mount = request.extensions().get::<Arc<Mount>>().cloned();
+    let principal = request.extensions().get::<Principal>().cloned();
+    let facts = Facts {
+        ip,
+        route: mount.as_ref().map(|m| m.canonical.as_str()),
+        path_limit: mount.as_ref().and_then(|m| m.limit),
+        action: mount.as_ref().map_or(Action::Default, |m| m.action),
+        principal: principal.as_ref(),
+    };
+    match limiter.admit(facts).await {
+        Err(refused) => {
+            let mut response = ApiError::RateLimited(refused.clone()).into_response();
+            set_headers(response.headers_mut(), &refused);
+            response
+        }
+        Ok(tightest) => {
+            let mut response = next.run(request).await;
+            if let Some(verdict) = tightest {
+                set_headers(response.headers_mut(), &verdict);
+            }
+            response
+        }
+    }
+}
+
+fn set_headers(headers: &mut HeaderMap, verdict: &Verdict) {
+    let mut set = |name: &'static str, value: String| {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    };
+    set("x-ratelimit-limit", verdict.limit.to_string());
+    set("x-ratelimit-remaining", verdict.remaining.to_string());
+    set("x-ratelimit-reset", verdict.reset_unix().to_string());
+    if !verdict.allowed {
+        set("retry-after", verdict.retry_after_secs().to_string());
+    }
+    if let Some(action) = verdict.action {
+        set("x-ratelimit-action", action.name().to_owned());
+    }
+}

@@ -1,0 +1,231 @@
+//! Operations endpoints of §4.3 that the platform itself serves: recent
+//! errors and the rate limiter's configuration and state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::IntoResponse;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::routes;
+
+use super::error::ApiError;
+use super::extract::ApiQuery;
+use super::ratelimit::{Action, AuthPath, Backend, PathLimit, Principal, Quota, Tier};
+use super::recent_errors::{CAPACITY, RecordedError};
+use super::routes::{RouteSpec, RouteTable, Routes};
+use super::version::ListLinks;
+use crate::app::App;
+
+pub fn routes() -> Routes {
+    Routes::new()
+        .add(routes!(recent_errors), RouteSpec::new())
+        .add(routes!(system_rate_limits), RouteSpec::new())
+        .add(routes!(rate_limit_config), RouteSpec::new())
+        .add(routes!(rate_limit_status), RouteSpec::new())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ErrorsQuery {
+    /// How many errors, newest first: 1 to 200, default 20.
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecentErrorsPage {
+    pub errors: Vec<RecordedError>,
+    /// Errors held now.
+    pub total: usize,
+    /// The most that are held.
+    pub capacity: usize,
+}
+
+/// The latest error responses, newest first.
+#[utoipa::path(get, path = "/api/system/errors", tag = "operations", params(ErrorsQuery),
+    responses((status = 200, body = RecentErrorsPage)))]
+async fn recent_errors(
+    State(app): State<App>,
+    ApiQuery(query): ApiQuery<ErrorsQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let limit = query.limit.unwrap_or(20);
+    if !(1..=CAPACITY as u32).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {CAPACITY}, not {limit}"
+        )));
+    }
+    let (errors, total) = app.recent_errors.latest(limit as usize);
+    let page = RecentErrorsPage {
+        errors,
+        total,
+        capacity: CAPACITY,
+    };
+    Ok((Extension(ListLinks::default()), Json(page)))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LimiterState {
+    pub backend: Backend,
+    /// `not_configured`, `healthy` or `unavailable`.
+    pub redis: &'static str,
+    pub fail_open: bool,
+    /// Buckets this replica holds in memory that are not full.
+    pub buckets_in_memory: usize,
+    /// Bucket checks since start.
+    pub checks: u64,
+    /// Requests refused since start.
+    pub rejections: u64,
+    /// Checks passed uncounted while Redis was away (fail open).
+    pub uncounted: u64,
+}
+
+/// The limiter's live state on this replica.
+#[utoipa::path(get, path = "/api/system/rate-limits", tag = "operations",
+    responses((status = 200, body = LimiterState)))]
+async fn system_rate_limits(State(app): State<App>) -> Json<LimiterState> {
+    let limiter = &app.limiter;
+    let (checks, rejections, uncounted) = limiter.totals();
+    Json(LimiterState {
+        backend: limiter.backend(),
+        redis: match limiter.redis() {
+            None => "not_configured",
+            Some(r) if r.available() => "healthy",
+            Some(_) => "unavailable",
+        },
+        fail_open: limiter.settings().fail_open,
+        buckets_in_memory: limiter.tracked_in_memory(),
+        checks,
+        rejections,
+        uncounted,
+    })
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EndpointLimit {
+    pub path: String,
+    pub quota: Quota,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RateLimitConfig {
+    pub backend: Backend,
+    pub redis_configured: bool,
+    pub fail_open: bool,
+    pub burst_multiplier: f64,
+    pub trusted_proxies: Vec<String>,
+    /// Every request, per client address.
+    pub per_ip: Quota,
+    /// Per authenticated user and action.
+    pub actions: BTreeMap<&'static str, Quota>,
+    /// Replace the `default` action bucket for users with a tier.
+    pub tiers: BTreeMap<&'static str, Quota>,
+    /// Sign-in paths, per client address, no burst.
+    pub auth_paths: BTreeMap<&'static str, Quota>,
+    /// Routes with their own limit, per caller.
+    pub endpoints: Vec<EndpointLimit>,
+}
+
+/// The limits in force and where they are counted.
+#[utoipa::path(get, path = "/api/rate-limits/config", tag = "operations",
+    responses((status = 200, body = RateLimitConfig)))]
+async fn rate_limit_config(
+    State(app): State<App>,
+    Extension(table): Extension<Arc<RouteTable>>,
+) -> Json<RateLimitConfig> {
+    let limiter = &app.limiter;
+    let settings = limiter.settings();
+    let endpoints = table
+        .mounts()
+        .iter()
+        .filter_map(|mount| match mount.limit {
+            Some(PathLimit::Endpoint(per_minute)) => Some(EndpointLimit {
+                path: mount.path.clone(),
+                quota: limiter.bursty(per_minute),
+            }),
+            _ => None,
+        })
+        .collect();
+    let auth_paths = [
+        ("login", AuthPath::Login),
+        ("register", AuthPath::Register),
+        ("oauth", AuthPath::Oauth),
+        ("sso", AuthPath::Sso),
+    ]
+    .into_iter()
+    .map(|(name, path)| (name, limiter.auth_quota(path)))
+    .collect();
+    Json(RateLimitConfig {
+        backend: limiter.backend(),
+        redis_configured: settings.redis_url.is_some(),
+        fail_open: settings.fail_open,
+        burst_multiplier: settings.burst_multiplier,
+        trusted_proxies: settings
+            .trusted_proxies
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        per_ip: limiter.ip_quota(),
+        actions: Action::ALL
+            .into_iter()
+            .map(|a| (a.name(), limiter.action_quota(a, None)))
+            .collect(),
+        tiers: Tier::ALL
+            .into_iter()
+            .map(|t| (t.name(), t.quota()))
+            .collect(),
+        auth_paths,
+        endpoints,
+    })
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionStatus {
+    pub remaining: u32,
+    /// Sustained requests per minute.
+    pub limit: u32,
+    /// Seconds until a request is admitted again; 0 while some remain.
+    pub retry_after: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserRateStatus {
+    pub user_id: String,
+    pub limits: BTreeMap<&'static str, ActionStatus>,
+}
+
+/// The caller's standing in every action bucket; takes nothing.
+#[utoipa::path(get, path = "/api/rate-limit/status", tag = "operations",
+    security(("bearerAuth" = [])),
+    responses((status = 200, body = UserRateStatus),
+        (status = 401, description = "No authenticated caller")))]
+async fn rate_limit_status(
+    State(app): State<App>,
+    principal: Option<Extension<Principal>>,
+) -> Result<Json<UserRateStatus>, ApiError> {
+    let Some(Extension(principal)) = principal else {
+        return Err(ApiError::Unauthorized(
+            "Authentication required: per-user limits belong to a signed-in user".to_owned(),
+        ));
+    };
+    let limits = app
+        .limiter
+        .user_status(&principal)
+        .await
+        .into_iter()
+        .map(|(name, verdict)| {
+            let status = ActionStatus {
+                remaining: verdict.remaining,
+                limit: verdict.limit,
+                retry_after: verdict.retry_after_secs(),
+            };
+            (name, status)
+        })
+        .collect();
+    Ok(Json(UserRateStatus {
+        user_id: principal.user_id,
+        limits,
+    }))
+}

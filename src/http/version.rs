@@ -1,0 +1,281 @@
+//! API versions (§9): which version a request asked for, the deprecation
+//! headers of v1 and of deprecated aliases, and the v2 response envelope.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue};
+use chrono::{DateTime, Days, Months, NaiveDate, Utc};
+use serde_json::{Value, json};
+
+use super::error::{ApiError, ErrorForm};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ApiVersion {
+    V1,
+    V2,
+}
+
+impl ApiVersion {
+    pub fn number(self) -> &'static str {
+        match self {
+            ApiVersion::V1 => "1",
+            ApiVersion::V2 => "2",
+        }
+    }
+}
+
+/// The version chosen for one request, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Negotiated {
+    pub version: ApiVersion,
+    /// Chosen by prefix or header, not by default.
+    pub explicit: bool,
+}
+
+impl Negotiated {
+    pub fn error_form(self) -> ErrorForm {
+        match (self.version, self.explicit) {
+            (ApiVersion::V2, _) => ErrorForm::V2,
+            (ApiVersion::V1, true) => ErrorForm::V1,
+            (ApiVersion::V1, false) => ErrorForm::General,
+        }
+    }
+}
+
+/// Handlers that differ by version take this.
+impl<S: Send + Sync> FromRequestParts<S> for ApiVersion {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        match parts.extensions.get::<Negotiated>() {
+            Some(negotiated) => Ok(negotiated.version),
+            None => negotiate(parts.uri.path(), &parts.headers).map(|n| n.version),
+        }
+    }
+}
+
+/// Prefix, then `X-API-Version`, then `Accept`'s `version` parameter, then v1.
+pub fn negotiate(path: &str, headers: &HeaderMap) -> Result<Negotiated, ApiError> {
+    let explicit = |version| Negotiated {
+        version,
+        explicit: true,
+    };
+    if path == "/api/v1" || path.starts_with("/api/v1/") {
+        return Ok(explicit(ApiVersion::V1));
+    }
+    if path == "/api/v2" || path.starts_with("/api/v2/") {
+        return Ok(explicit(ApiVersion::V2));
+    }
+    if let Some(value) = headers.get("x-api-version") {
+        let text = value.to_str().unwrap_or("");
+        return parse_version(text).map(explicit).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Unsupported API version in X-API-Version: {:?}; use 1 or 2",
+                text
+            ))
+        });
+    }
+    for accept in headers.get_all("accept") {
+        let Ok(accept) = accept.to_str() else {
+            continue;
+        };
+        for param in accept.split([',', ';']).map(str::trim) {
+            if let Some(value) = param.strip_prefix("version=") {
+                let value = value.trim_matches('"');
+                return parse_version(value).map(explicit).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "Unsupported API version in Accept: {value:?}; use 1 or 2"
+                    ))
+                });
+            }
+        }
+    }
+    Ok(Negotiated {
+        version: ApiVersion::V1,
+        explicit: false,
+    })
+}
+
+fn parse_version(text: &str) -> Option<ApiVersion> {
+    match text.trim().trim_start_matches(['v', 'V']) {
+        "1" | "1.0" => Some(ApiVersion::V1),
+        "2" | "2.0" => Some(ApiVersion::V2),
+        _ => None,
+    }
+}
+
+/// How far along a deprecation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeprecationLevel {
+    /// Announced, more than six months before the sunset.
+    Notice,
+    /// Six months or less before the sunset.
+    Warning,
+    /// The last 30 days.
+    Critical,
+    /// Past the sunset; still served.
+    Sunset,
+}
+
+impl DeprecationLevel {
+    pub fn name(self) -> &'static str {
+        match self {
+            DeprecationLevel::Notice => "notice",
+            DeprecationLevel::Warning => "warning",
+            DeprecationLevel::Critical => "critical",
+            DeprecationLevel::Sunset => "sunset",
+        }
+    }
+}
+
+/// When something was deprecated and when it goes away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deprecation {
+    pub deprecated_at: DateTime<Utc>,
+    pub sunset: DateTime<Utc>,
+}
+
+fn midnight(y: i32, m: u32, d: u32) -> DateTime<Utc> {
+    NaiveDate::from_ymd_opt(y, m, d)
+        .and_then(|date| date.and_hms_opt(0, 0, 0))
+        .map_or(DateTime::UNIX_EPOCH, |t| t.and_utc())
+}
+
+/// v1: released 2024-01-01, deprecated when v2 was released (2025-01-01),
+/// sunset 2026-06-01. Deprecated aliases share these dates.
+pub fn v1_deprecation() -> Deprecation {
+    Deprecation {
+        deprecated_at: midnight(2025, 1, 1),
+        sunset: midnight(2026, 6, 1),
+    }
+}
+
+impl Deprecation {
+    pub fn level(&self, now: DateTime<Utc>) -> DeprecationLevel {
+        let warning_from = self.sunset.checked_sub_months(Months::new(6));
+        let critical_from = self.sunset.checked_sub_days(Days::new(30));
+        if now >= self.sunset {
+            DeprecationLevel::Sunset
+        } else if critical_from.is_some_and(|t| now >= t) {
+            DeprecationLevel::Critical
+        } else if warning_from.is_some_and(|t| now >= t) {
+            DeprecationLevel::Warning
+        } else {
+            DeprecationLevel::Notice
+        }
+    }
+
+    /// Adds `Deprecation`, `Sunset`, `Link`, `X-Deprecation-Level` and
+    /// `X-API-Deprecated`.
+    pub fn apply(&self, headers: &mut HeaderMap, successor: Option<&str>, now: DateTime<Utc>) {
+        let mut set = |name: &'static str, value: String| {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        };
+        set(
+            "deprecation",
+            format!("@{}", self.deprecated_at.timestamp()),
+        );
+        // RFC 8594 requires an HTTP-date.
+        set(
+            "sunset",
+            self.sunset.format("%a, %d %b %Y %H:%M:%S GMT").to_string(),
+        );
+        if let Some(successor) = successor {
+            set("link", format!("<{successor}>; rel=\"successor-version\""));
+        }
+        set("x-deprecation-level", self.level(now).name().to_owned());
+        set("x-api-deprecated", "true".to_owned());
+    }
+}
+
+/// Links a list handler reports so the v2 envelope can carry them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListLinks {
+    pub next: Option<String>,
+    pub prev: Option<String>,
+}
+
+/// `{data, meta: {version, timestamp, request_id}, links?}`.
+pub fn envelope(
+    data: Value,
+    request_id: &str,
+    now: DateTime<Utc>,
+    links: Option<(&str, &ListLinks)>,
+) -> Value {
+    let mut body = json!({
+        "data": data,
+        "meta": {
+            "version": "2",
+            "timestamp": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "request_id": request_id,
+        },
+    });
+    if let Some((self_link, links)) = links {
+        body["links"] = json!({"self": self_link, "next": links.next, "prev": links.prev});
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn prefix_beats_header_beats_accept_beats_default() {
+        let both = headers(&[
+            ("x-api-version", "1"),
+            ("accept", "application/json; version=2"),
+        ]);
+        assert_eq!(
+            negotiate("/api/v2/x", &both).unwrap().version,
+            ApiVersion::V2
+        );
+        assert_eq!(negotiate("/api/x", &both).unwrap().version, ApiVersion::V1);
+        let accept = headers(&[("accept", "application/json; version=2")]);
+        assert_eq!(
+            negotiate("/api/x", &accept).unwrap().version,
+            ApiVersion::V2
+        );
+        let none = negotiate("/api/x", &HeaderMap::new()).unwrap();
+        assert_eq!((none.version, none.explicit), (ApiVersion::V1, false));
+        assert_eq!(none.error_form(), ErrorForm::General);
+        assert!(negotiate("/api/x", &headers(&[("x-api-version", "7")])).is_err());
+    }
+
+    #[test]
+    fn levels_follow_the_dates() {
+        let d = v1_deprecation();
+        assert_eq!(d.level(midnight(2025, 6, 1)), DeprecationLevel::Notice);
+        assert_eq!(d.level(midnight(2025, 12, 1)), DeprecationLevel::Warning);
+        assert_eq!(d.level(midnight(2026, 5, 10)), DeprecationLevel::Critical);
+        assert_eq!(d.level(midnight(2026, 6, 1)), DeprecationLevel::Sunset);
+    }
+
+    #[test]
+    fn headers_are_rfc_8594_shaped() {
+        let mut h = HeaderMap::new();
+        v1_deprecation().apply(
+            &mut h,
+            Some("/api/v2/system/health"),
+            midnight(2026, 11, 21),
+        );
+        assert_eq!(h["deprecation"], "@1735689600");
+        assert_eq!(h["sunset"], "Mon, 01 Jun 2026 00:00:00 GMT");
+        assert_eq!(
+            h["link"],
+            "</api/v2/system/health>; rel=\"successor-version\""
+        );
+        assert_eq!(h["x-deprecation-level"], "sunset");
+        assert_eq!(h["x-api-deprecated"], "true");
+    }
+}
