@@ -8,8 +8,11 @@
 mod support;
 
 mod cli;
+mod docs;
 mod feed;
 mod nats;
+mod platform;
+mod ratelimit;
 mod schemas;
 mod serve;
 mod store;

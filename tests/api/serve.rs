@@ -36,19 +36,34 @@ impl Spawned {
 }
 
 pub async fn spawn_app(kind: Kind) -> Spawned {
+    spawn_with(kind, &[]).await
+}
+
+/// Builds the app with `vars` as its environment (beside its data directory
+/// and database), without starting it.
+pub async fn build_app(kind: Kind, vars: &[(&str, &str)]) -> (App, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let database_url = match kind {
         Kind::Sqlite => None,
         Kind::Postgres => Some(crate::support::fresh_postgres_database().await),
     };
     let data_dir = dir.path().to_str().unwrap().to_owned();
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     let settings = Settings::from_lookup(|name| match name {
         "SERVICE_DATA_DIR" => Some(data_dir.clone()),
         "DATABASE_URL" => database_url.clone(),
-        _ => None,
+        _ => vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
     })
     .unwrap();
-    let app = App::build(settings).await.unwrap();
+    (App::build(settings).await.unwrap(), dir)
+}
+
+/// The whole service on a random port, with `vars` as its environment.
+pub async fn spawn_with(kind: Kind, vars: &[(&str, &str)]) -> Spawned {
+    let (app, dir) = build_app(kind, vars).await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let stop = CancellationToken::new();
@@ -59,6 +74,15 @@ pub async fn spawn_app(kind: Kind) -> Spawned {
         stop,
         _dir: dir,
     }
+}
+
+/// Serves `router` (the platform around extra test routes) on a random port.
+pub async fn serve_router(router: axum::Router) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, service).await });
+    base
 }
 
 async fn health_and_stats(kind: Kind) {

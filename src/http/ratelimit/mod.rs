@@ -304,8 +304,9 @@ impl RateLimiter {
     }
 
     /// Takes a cell from every bucket the request falls in, in order, and
-    /// stops at the first refusal. `Ok` carries the bucket closest to its
-    /// limit (for the headers); `Err` the refusing one.
+    /// stops at the first refusal. `Ok` carries the bucket the headers
+    /// report: the user's action bucket when there is a user (§8.1 rule 1),
+    /// else the one closest to its limit; `Err` the refusing one.
     pub async fn admit(&self, facts: Facts<'_>) -> Result<Option<Verdict>, Verdict> {
         let mut buckets: Vec<(String, String, Quota, Option<Action>)> =
             vec![("ip".to_owned(), facts.ip.to_string(), self.ip_quota(), None)];
@@ -352,12 +353,11 @@ impl RateLimiter {
                 metrics::counter!("service_rate_limit_rejections_total", "bucket" => bucket_kind(&verdict.bucket)).increment(1);
                 return Err(verdict);
             }
-            // Per-user verdicts win ties so X-RateLimit-Action is reported.
-            let tighter = tightest.as_ref().is_none_or(|t| {
-                verdict.remaining < t.remaining
-                    || (verdict.remaining == t.remaining && verdict.action.is_some())
-            });
-            if tighter {
+            let reported = verdict.action.is_some()
+                || tightest
+                    .as_ref()
+                    .is_none_or(|t| t.action.is_none() && verdict.remaining < t.remaining);
+            if reported {
                 tightest = Some(verdict);
             }
         }

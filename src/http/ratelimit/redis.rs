@@ -4,8 +4,8 @@
 //! background task reconnects and marks it available again.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::RwLock;
@@ -49,7 +49,13 @@ struct Inner {
     connection: RwLock<Option<ConnectionManager>>,
     available: AtomicBool,
     script: redis::Script,
+    origin: Instant,
+    /// Milliseconds after `origin` of the last reconnection attempt.
+    last_attempt: AtomicU64,
 }
+
+/// How often requests may trigger a reconnection attempt.
+const RETRY_EVERY_MS: u64 = 1_000;
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,6 +87,8 @@ impl RedisStore {
                 connection: RwLock::new(None),
                 available: AtomicBool::new(false),
                 script: redis::Script::new(SCRIPT),
+                origin: Instant::now(),
+                last_attempt: AtomicU64::new(0),
             }),
         })
     }
@@ -96,7 +104,13 @@ impl RedisStore {
             Some(mut connection) => {
                 let cmd = redis::cmd("PING");
                 let ping = cmd.query_async::<String>(&mut connection);
-                matches!(tokio::time::timeout(CALL_TIMEOUT, ping).await, Ok(Ok(_)))
+                let answered = matches!(tokio::time::timeout(CALL_TIMEOUT, ping).await, Ok(Ok(_)));
+                if !answered {
+                    // Start afresh next time rather than trust the manager's
+                    // own reconnection, which gives up after its retries.
+                    *self.inner.connection.write().await = None;
+                }
+                answered
             }
             None => {
                 let config = ConnectionManagerConfig::new()
@@ -127,6 +141,25 @@ impl RedisStore {
         healthy
     }
 
+    /// Starts one reconnection attempt in the background, at most once a
+    /// second, so traffic heals the connection without waiting for it.
+    fn reconnect_soon(&self) {
+        let now = u64::try_from(self.inner.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.inner.last_attempt.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < RETRY_EVERY_MS && last != 0 {
+            return;
+        }
+        if self
+            .inner
+            .last_attempt
+            .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            let store = self.clone();
+            tokio::spawn(async move { store.connect().await });
+        }
+    }
+
     /// Checks the connection every `every` until `stop`.
     pub async fn watch(self, every: Duration, stop: CancellationToken) {
         loop {
@@ -141,6 +174,7 @@ impl RedisStore {
     /// Runs the bucket rule on `key`; `take` false only reads.
     pub async fn check(&self, key: &str, quota: Quota, take: bool) -> Result<Outcome, RedisError> {
         if !self.available() {
+            self.reconnect_soon();
             return Err(RedisError::Unavailable);
         }
         let Some(mut connection) = self.inner.connection.read().await.clone() else {

@@ -255,3 +255,51 @@ pub async fn settled_feed(log: &EventLog, count: usize) -> Vec<agon::store::Stor
     }
     panic!("the feed never reached {count} events");
 }
+
+/// A redis-server of the test's own on a free loopback port, killed on drop.
+pub struct RedisServer {
+    pub port: u16,
+    child: Option<std::process::Child>,
+}
+
+impl RedisServer {
+    pub async fn start() -> Self {
+        let mut server = Self {
+            port: free_port(),
+            child: None,
+        };
+        server.restart().await;
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub async fn restart(&mut self) {
+        let binary =
+            std::env::var("AGON_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        let child = std::process::Command::new(binary)
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed: run the tests through ops/test.sh");
+        self.child = Some(child);
+        wait_for_port(self.port).await;
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
