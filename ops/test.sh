@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project on a fresh Debian 12 machine as root:
-# installs PostgreSQL and nats-server when missing, starts throwaway instances
-# on free loopback ports with their data in a temp dir, runs fmt, clippy and
-# the whole test suite against both back ends, and always stops what it started.
+# installs PostgreSQL, nats-server and redis-server when missing (and the
+# Python tools schemathesis and openapi-spec-validator), starts throwaway
+# PostgreSQL and NATS on free loopback ports with their data in a temp dir,
+# runs fmt, clippy, the whole test suite against both back ends and
+# schemathesis against the served OpenAPI document, and always stops what it
+# started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,12 +17,17 @@ pg_bin() {
   [ -n "$dir" ] && [ -x "$dir/initdb" ] && echo "$dir"
 }
 
-if [ -z "$(pg_bin)" ] || ! command -v nats-server >/dev/null 2>&1; then
-  log "installing postgresql and nats-server"
+if [ -z "$(pg_bin)" ] || ! command -v nats-server >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then
+  log "installing postgresql, nats-server and redis-server"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq postgresql nats-server >/dev/null
+  apt-get install -y -qq postgresql nats-server redis-server >/dev/null
 fi
+if ! python3 -c 'import schemathesis, openapi_spec_validator' >/dev/null 2>&1; then
+  log "installing schemathesis and openapi-spec-validator"
+  python3 -m pip install -q --disable-pip-version-check 'schemathesis>=4,<5' 'openapi-spec-validator>=0.7' >/dev/null
+fi
+SCHEMATHESIS=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/st
 PG_BIN=$(pg_bin)
 # initdb refuses to run as root; the server runs as this user.
 id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres
@@ -33,9 +41,11 @@ chown postgres:postgres "$WORK"
 PG_PORT=$(free_port)
 NATS_PORT=$(free_port)
 NATS_PID=""
+AGON_PID=""
 
 cleanup() {
   set +e
+  if [ -n "$AGON_PID" ]; then kill "$AGON_PID" 2>/dev/null; wait "$AGON_PID" 2>/dev/null; fi
   if [ -n "$NATS_PID" ]; then kill "$NATS_PID" 2>/dev/null; wait "$NATS_PID" 2>/dev/null; fi
   if [ -f "$WORK/pg/postmaster.pid" ]; then
     su postgres -s /bin/sh -c "'$PG_BIN/pg_ctl' -D '$WORK/pg' -m fast stop" >/dev/null 2>&1
@@ -55,23 +65,46 @@ log "starting nats-server (JetStream) on 127.0.0.1:$NATS_PORT"
 mkdir -p "$WORK/nats"
 "$NATS_SERVER" -js -a 127.0.0.1 -p "$NATS_PORT" -sd "$WORK/nats" >"$WORK/nats.log" 2>&1 &
 NATS_PID=$!
-for _ in $(seq 1 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$NATS_PORT") 2>/dev/null && break
-  sleep 0.1
-done
+wait_port() {
+  for _ in $(seq 1 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+wait_port "$NATS_PORT"
 
 # Tests create one fresh database per test on this server.
 export AGON_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
 export AGON_TEST_NATS_URL="nats://127.0.0.1:$NATS_PORT"
 # Tests that restart NATS mid-stream start their own server with this binary.
 export AGON_TEST_NATS_SERVER="$NATS_SERVER"
+# Rate-limit tests start their own Redis with this binary.
+export AGON_TEST_REDIS_SERVER=$(command -v redis-server)
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 log "cargo test (SQLite and PostgreSQL back ends, in-process bus and NATS JetStream)"
-cargo test --workspace 2>&1 | tee "$WORK/test.log"
+TESTS_OK=1
+cargo test --workspace 2>&1 | tee "$WORK/test.log" || TESTS_OK=0
+
+log "schemathesis against the served OpenAPI document"
+API_PORT=$(free_port)
+mkdir -p "$WORK/st"
+# A limit high enough that the fuzzer measures the API, not the limiter.
+SERVICE_DATA_DIR="$WORK/st" SERVICE_IP_RATE_LIMIT=1000000 SERVICE_LOG_LEVEL=ERROR \
+  target/debug/agon serve --api-port "$API_PORT" --ws-port "$(free_port)" --host 127.0.0.1 \
+  >"$WORK/agon.log" 2>&1 &
+AGON_PID=$!
+wait_port "$API_PORT"
+FUZZ_OK=1
+(cd "$WORK" && "$SCHEMATHESIS" run "http://127.0.0.1:$API_PORT/api/openapi.json" \
+  --max-examples 25 --seed 1 --no-color) 2>&1 | tail -n 25 || FUZZ_OK=0
+[ "$FUZZ_OK" = 1 ] || log "schemathesis found failures (see above)"
 # One closing line for the whole run (cargo prints one per test binary).
+SUMMARY_OK=1
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-     END { printf "%d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }' "$WORK/test.log"
+     END { printf "%d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }' "$WORK/test.log" || SUMMARY_OK=0
+[ "$TESTS_OK" = 1 ] && [ "$FUZZ_OK" = 1 ] && [ "$SUMMARY_OK" = 1 ]

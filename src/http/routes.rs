@@ -9,13 +9,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::MethodRouter;
 use utoipa::openapi::path::Paths;
 use utoipa::openapi::{RefOr, schema::Schema};
 use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::ratelimit::{Action, PathLimit};
 use crate::app::App;
+
+/// Schemas the handlers' annotations name, by name.
+pub type Schemas = Vec<(String, RefOr<Schema>)>;
 
 /// How one handler is mounted and limited.
 #[derive(Debug, Clone)]
@@ -168,7 +170,7 @@ impl RouteTable {
 pub struct Routes {
     router: Router<App>,
     paths: Paths,
-    schemas: Vec<(String, RefOr<Schema>)>,
+    schemas: Schemas,
     mounts: Vec<Mount>,
 }
 
@@ -202,19 +204,6 @@ impl Routes {
         self
     }
 
-    /// Mounts a handler that is not documented by `#[utoipa::path]` (the
-    /// documentation's own assets); it still appears in the table.
-    pub fn add_undocumented(
-        mut self,
-        path: &'static str,
-        method_router: MethodRouter<App>,
-    ) -> Self {
-        self.router = self.router.route(path, method_router);
-        self.mounts
-            .extend(mounts_for(path, &RouteSpec::unversioned()));
-        self
-    }
-
     pub fn merge(mut self, other: Routes) -> Self {
         self.router = self.router.merge(other.router);
         self.paths.merge(other.paths);
@@ -223,7 +212,7 @@ impl Routes {
         self
     }
 
-    pub fn into_parts(self) -> (Router<App>, RouteTable, Paths, Vec<(String, RefOr<Schema>)>) {
+    pub fn into_parts(self) -> (Router<App>, RouteTable, Paths, Schemas) {
         let mut table = RouteTable::default();
         for mount in self.mounts {
             let mount = Arc::new(mount);

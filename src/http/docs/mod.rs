@@ -118,7 +118,7 @@ async fn swagger_index() -> Result<Response, ApiError> {
 /// Swagger UI's own files (scripts, styles, icons).
 #[utoipa::path(get, path = "/api/docs/{file}", tag = "documentation", security(()),
     params(("file" = String, Path, description = "Asset name", example = "swagger-ui.css")),
-    responses((status = 200, description = "The asset", content_type = "application/octet-stream", body = String),
+    responses((status = 200, description = "The asset (script, style sheet, image)", content_type = "*/*", body = String),
         (status = 404, description = "No such asset")))]
 async fn swagger_asset(ApiPath(file): ApiPath<String>) -> Result<Response, ApiError> {
     swagger_file(&file)
