@@ -132,7 +132,7 @@ async fn health_and_stats(kind: Kind) {
 
 /// Starts `agon serve` with `log_level`, checks health, sends SIGTERM, and
 /// returns what it logged.
-async fn serve_binary_once(log_level: &str) -> String {
+async fn serve_binary_once(log_level: &str, log_format: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
@@ -147,13 +147,20 @@ async fn serve_binary_once(log_level: &str) -> String {
         .env_clear()
         .env("SERVICE_DATA_DIR", dir.path())
         .env("SERVICE_LOG_LEVEL", log_level)
+        .env("SERVICE_LOG_FORMAT", log_format)
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     wait_for_port(port).await;
     let health = format!("http://127.0.0.1:{port}/api/health");
-    let body: Value = reqwest::get(health).await.unwrap().json().await.unwrap();
+    let response = reqwest::Client::new()
+        .get(health)
+        .header("x-request-id", "trace-me-42")
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], "healthy");
     assert!(
         dir.path().join("agon.db").exists(),
@@ -176,7 +183,7 @@ async fn serve_binary_once(log_level: &str) -> String {
 
 #[tokio::test]
 async fn the_binary_serves_health_and_stops_on_sigterm() {
-    let info = serve_binary_once("INFO").await;
+    let info = serve_binary_once("INFO", "text").await;
     assert!(
         info.contains("agon serving") && info.contains("shutting down"),
         "{info}"
@@ -185,9 +192,24 @@ async fn the_binary_serves_health_and_stops_on_sigterm() {
         !info.contains('\u{1b}'),
         "no colour codes when stderr is not a terminal"
     );
-    let quiet = serve_binary_once("ERROR").await;
+    let quiet = serve_binary_once("ERROR", "text").await;
     assert!(
         !quiet.contains("INFO"),
         "SERVICE_LOG_LEVEL=ERROR hides info lines: {quiet}"
     );
+}
+
+#[tokio::test]
+async fn json_logs_carry_the_request_id() {
+    let logged = serve_binary_once("INFO", "json").await;
+    let lines: Vec<Value> = logged
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    let finished = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "request finished")
+        .unwrap_or_else(|| panic!("no request line in {logged}"));
+    assert_eq!(finished["span"]["request_id"], "trace-me-42", "{finished}");
+    assert_eq!(finished["fields"]["status"], 200);
 }
