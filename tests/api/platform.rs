@@ -42,13 +42,28 @@ async fn slow() -> &'static str {
     "late"
 }
 
+#[utoipa::path(get, path = "/api/test/items/{id}", params(("id" = String, Path)), responses((status = 200)))]
+async fn item(
+    agon::http::extract::ApiPath(id): agon::http::extract::ApiPath<String>,
+) -> axum::Json<Value> {
+    axum::Json(json!({ "id": id }))
+}
+
 /// The platform around test routes that exercise bodies, failures and time.
 async fn spawn_test_routes(vars: &[(&str, &str)]) -> (String, tempfile::TempDir) {
     let (app, dir) = build_app(Kind::Sqlite, vars).await;
     let routes = agon::http::routes()
         .merge(Routes::new().add(routes!(echo), RouteSpec::new()))
         .merge(Routes::new().add(routes!(broken), RouteSpec::new()))
-        .merge(Routes::new().add(routes!(slow), RouteSpec::new()));
+        .merge(Routes::new().add(routes!(slow), RouteSpec::new()))
+        .merge(
+            Routes::new().add(
+                routes!(item),
+                RouteSpec::new()
+                    .v2_at("/api/v2/test/things/{id}")
+                    .deprecated_alias("/api/test/old-items/{id}"),
+            ),
+        );
     let base = serve_router(agon::http::with_platform(app, routes)).await;
     (base, dir)
 }
@@ -527,4 +542,61 @@ fn unsafe_or_incomplete_configuration_stops_the_start() {
     ]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("wildcard"), "{stderr}");
+}
+
+#[tokio::test]
+async fn renamed_routes_and_deprecated_aliases_point_at_their_successors() {
+    let (base, _dir) = spawn_test_routes(&[]).await;
+    let c = Client::new();
+    let (r, v1) = send(
+        &c,
+        Method::GET,
+        &format!("{base}/api/v1/test/items/a7"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(v1, json!({"id": "a7"}));
+    assert_eq!(
+        r.headers["link"],
+        "</api/v2/test/things/a7>; rel=\"successor-version\""
+    );
+
+    let (r, v2) = send(
+        &c,
+        Method::GET,
+        &format!("{base}/api/v2/test/things/a7"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(v2["data"], json!({"id": "a7"}));
+    assert!(r.headers.get("deprecation").is_none());
+
+    // An alias is deprecated whatever the version asked for.
+    let (r, alias) = send(
+        &c,
+        Method::GET,
+        &format!("{base}/api/test/old-items/b8"),
+        &[("x-api-version", "2")],
+        None,
+    )
+    .await;
+    assert_eq!(alias["data"], json!({"id": "b8"}));
+    assert_eq!(r.headers["x-api-deprecated"], "true");
+    assert_eq!(
+        r.headers["link"],
+        "</api/test/items/b8>; rel=\"successor-version\""
+    );
+    assert_eq!(r.headers["x-deprecation-level"], "sunset");
+
+    let (r, _) = send(
+        &c,
+        Method::GET,
+        &format!("{base}/api/v2/test/items/a7"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404, "the old name is not mounted under v2");
 }
