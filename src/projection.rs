@@ -53,7 +53,8 @@ pub async fn load_view<P: Projection>(log: &EventLog) -> Result<P::View, StoreEr
     })
 }
 
-fn checkpoint_name(projection: &str) -> String {
+/// The checkpoint a projection's runner keeps in the store.
+pub fn checkpoint_name(projection: &str) -> String {
     format!("projection.{projection}")
 }
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::Platform;
-use super::error::{ErrorForm, ErrorReport};
+use super::error::{ApiError, ErrorForm, ErrorReport};
 use super::recent_errors::RecordedError;
 use super::routes::{Mount, MountKind};
 use super::version::{ApiVersion, ListLinks, Negotiated, envelope, negotiate, v1_deprecation};
@@ -40,10 +40,6 @@ pub async fn context(
     let mount = matched.and_then(|m| platform.routes.get(m.as_str()).cloned());
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let self_link = request
-        .uri()
-        .path_and_query()
-        .map_or_else(|| path.clone(), |pq| pq.as_str().to_owned());
     let span = tracing::info_span!(
         "request",
         request_id = %request_id.0,
@@ -55,13 +51,20 @@ pub async fn context(
         let (form, response) = match negotiated {
             Err(error) => (ErrorForm::General, error.into_response()),
             Ok(negotiated) => {
+                // Only v2 lists link to themselves; the others need no copy.
+                let self_link = (negotiated.version == ApiVersion::V2).then(|| {
+                    request
+                        .uri()
+                        .path_and_query()
+                        .map_or_else(|| path.clone(), |pq| pq.as_str().to_owned())
+                });
                 request.extensions_mut().insert(negotiated);
                 request.extensions_mut().insert(request_id.clone());
                 if let Some(mount) = &mount {
                     request.extensions_mut().insert(mount.clone());
                 }
                 let mut response = next.run(request).await;
-                if negotiated.version == ApiVersion::V2
+                if let Some(self_link) = self_link
                     && mount.as_ref().is_some_and(|m| m.enveloped)
                 {
                     response = wrap_v2(response, &request_id.0, &self_link).await;
@@ -118,9 +121,9 @@ async fn wrap_v2(response: Response, request_id: &str, self_link: &str) -> Respo
         return response;
     }
     let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = to_bytes(body, ENVELOPE_LIMIT).await else {
-        return ErrorReport::for_status(axum::http::StatusCode::INTERNAL_SERVER_ERROR)
-            .into_response_with_form(ErrorForm::V2, request_id);
+    let bytes = match to_bytes(body, ENVELOPE_LIMIT).await {
+        Ok(bytes) => bytes,
+        Err(e) => return ApiError::Internal(Box::new(e)).into_response(),
     };
     let Ok(data) = serde_json::from_slice::<Value>(&bytes) else {
         return Response::from_parts(parts, Body::from(bytes));
@@ -195,11 +198,4 @@ fn render_error(
     );
     let body = report.body(form, trace_id).to_string();
     Response::from_parts(parts, Body::from(body))
-}
-
-impl ErrorReport {
-    fn into_response_with_form(self, form: ErrorForm, trace_id: &str) -> Response {
-        let body = self.body(form, trace_id);
-        (self.status, axum::Json(body)).into_response()
-    }
 }

@@ -166,6 +166,7 @@ impl ErrorReport {
                 "Method not allowed on this path; see the Allow header",
             ),
             StatusCode::REQUEST_TIMEOUT => ("REQUEST_TIMEOUT", "The request took too long"),
+            StatusCode::CONFLICT => ("CONFLICT", "The request conflicts with the current state"),
             StatusCode::PAYLOAD_TOO_LARGE => ("PAYLOAD_TOO_LARGE", "Request body too large"),
             StatusCode::UNSUPPORTED_MEDIA_TYPE => {
                 ("UNSUPPORTED_MEDIA_TYPE", "Unsupported media type")

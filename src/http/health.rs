@@ -78,11 +78,7 @@ impl Probe {
             "unhealthy"
         };
         let database_latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let redis = match app.limiter.redis() {
-            None => "not_configured",
-            Some(redis) if redis.available() => "healthy",
-            Some(_) => "unavailable",
-        };
+        let redis = app.limiter.redis_status();
         let event_bus = match &app.bus {
             Bus::Local(_) => "healthy",
             Bus::Nats(nats) if nats.connected() => "healthy",
@@ -222,7 +218,7 @@ async fn detailed(State(app): State<App>) -> (StatusCode, Json<DetailedHealth>) 
     for name in projection::ALL {
         let checkpoint = app
             .log
-            .load_checkpoint(&format!("projection.{name}"))
+            .load_checkpoint(&projection::checkpoint_name(name))
             .await
             .ok()
             .map(|c| c.position);

@@ -15,20 +15,11 @@ use super::error::ApiError;
 use super::ratelimit::{Action, Facts, Principal, Verdict, client_ip};
 use super::routes::Mount;
 
-/// The caller's address as the limiter saw it (after trusted proxies).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClientIp(pub IpAddr);
-
-pub async fn limits(
-    State(platform): State<Platform>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+pub async fn limits(State(platform): State<Platform>, request: Request, next: Next) -> Response {
     let limiter = &platform.app.limiter;
     let connect = request.extensions().get::<ConnectInfo<SocketAddr>>();
     let peer = connect.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     let ip = client_ip(peer, request.headers(), &limiter.settings().trusted_proxies);
-    request.extensions_mut().insert(ClientIp(ip));
     let mount = request.extensions().get::<Arc<Mount>>().cloned();
     let principal = request.extensions().get::<Principal>().cloned();
     let facts = Facts {

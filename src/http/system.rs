@@ -90,11 +90,7 @@ async fn system_rate_limits(State(app): State<App>) -> Json<LimiterState> {
     let (checks, rejections, uncounted) = limiter.totals();
     Json(LimiterState {
         backend: limiter.backend(),
-        redis: match limiter.redis() {
-            None => "not_configured",
-            Some(r) if r.available() => "healthy",
-            Some(_) => "unavailable",
-        },
+        redis: limiter.redis_status(),
         fail_open: limiter.settings().fail_open,
         buckets_in_memory: limiter.tracked_in_memory(),
         checks,
@@ -148,15 +144,10 @@ async fn rate_limit_config(
             _ => None,
         })
         .collect();
-    let auth_paths = [
-        ("login", AuthPath::Login),
-        ("register", AuthPath::Register),
-        ("oauth", AuthPath::Oauth),
-        ("sso", AuthPath::Sso),
-    ]
-    .into_iter()
-    .map(|(name, path)| (name, limiter.auth_quota(path)))
-    .collect();
+    let auth_paths = AuthPath::ALL
+        .into_iter()
+        .map(|path| (path.name(), limiter.auth_quota(path)))
+        .collect();
     Json(RateLimitConfig {
         backend: limiter.backend(),
         redis_configured: settings.redis_url.is_some(),

@@ -1,16 +1,14 @@
 //! The NATS JetStream bus against real nats-server processes.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use agon::bus::{Bus, NatsBus};
 use agon::store::EventLog;
-use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{
-    Kind, Recorder, assert_complete_and_ordered, free_port, fresh, on_both_backends, wait_for_port,
+    Kind, LoopbackServer, Recorder, assert_complete_and_ordered, fresh, on_both_backends,
     write_concurrently,
 };
 
@@ -18,63 +16,6 @@ on_both_backends! {
     writers_reach_consumers_through_jetstream => writers_reach_consumers_through_jetstream;
     nats_restart_mid_stream_loses_nothing => nats_restart_mid_stream_loses_nothing;
     a_new_nats_server_gets_the_whole_log_again => a_new_nats_server_gets_the_whole_log_again;
-}
-
-/// A nats-server with JetStream on its own port and storage directory.
-struct NatsServer {
-    child: Option<Child>,
-    port: u16,
-    dir: TempDir,
-}
-
-impl NatsServer {
-    async fn start() -> Self {
-        let mut server = Self {
-            child: None,
-            port: free_port(),
-            dir: tempfile::tempdir().unwrap(),
-        };
-        server.restart().await;
-        server
-    }
-
-    async fn restart(&mut self) {
-        let binary =
-            std::env::var("AGON_TEST_NATS_SERVER").unwrap_or_else(|_| "nats-server".to_owned());
-        let child = Command::new(binary)
-            .args([
-                "-js",
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-sd",
-            ])
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nats-server must be installed: run the tests through ops/test.sh");
-        self.child = Some(child);
-        wait_for_port(self.port).await;
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().unwrap();
-            child.wait().unwrap();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for NatsServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 fn spawn_bus(bus: &Bus, log: &EventLog, consumers: &[Arc<Recorder>], stop: &CancellationToken) {
@@ -85,7 +26,7 @@ fn spawn_bus(bus: &Bus, log: &EventLog, consumers: &[Arc<Recorder>], stop: &Canc
 }
 
 async fn writers_reach_consumers_through_jetstream(kind: Kind) {
-    let server = NatsServer::start().await;
+    let server = LoopbackServer::nats().await;
     let store = fresh(kind).await;
     let bus = Bus::Nats(NatsBus::connect(&server.url()).await.unwrap());
     let stop = CancellationToken::new();
@@ -103,7 +44,7 @@ async fn writers_reach_consumers_through_jetstream(kind: Kind) {
 }
 
 async fn nats_restart_mid_stream_loses_nothing(kind: Kind) {
-    let mut server = NatsServer::start().await;
+    let mut server = LoopbackServer::nats().await;
     let store = fresh(kind).await;
     let bus = Bus::Nats(NatsBus::connect(&server.url()).await.unwrap());
     let stop = CancellationToken::new();
@@ -131,7 +72,7 @@ async fn nats_restart_mid_stream_loses_nothing(kind: Kind) {
 async fn a_new_nats_server_gets_the_whole_log_again(kind: Kind) {
     let store = fresh(kind).await;
     {
-        let first = NatsServer::start().await;
+        let first = LoopbackServer::nats().await;
         let bus = Bus::Nats(NatsBus::connect(&first.url()).await.unwrap());
         let stop = CancellationToken::new();
         let recorder = Recorder::new("before", &store.log);
@@ -144,7 +85,7 @@ async fn a_new_nats_server_gets_the_whole_log_again(kind: Kind) {
         stop.cancel();
     }
     // All of NATS's data is gone; the relay's checkpoint in the database is not.
-    let second = NatsServer::start().await;
+    let second = LoopbackServer::nats().await;
     let bus = Bus::Nats(NatsBus::connect(&second.url()).await.unwrap());
     let stop = CancellationToken::new();
     let recorder = Recorder::new("after", &store.log);

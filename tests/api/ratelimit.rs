@@ -11,7 +11,7 @@ use reqwest::{Client, Method};
 
 use crate::platform::send;
 use crate::serve::{build_app, serve_router};
-use crate::support::{Kind, RedisServer, free_port};
+use crate::support::{Kind, LoopbackServer, free_port};
 
 /// The API on a random port; `x-test-user` (and `x-test-tier`) stand in for
 /// the principal that authentication will supply.
@@ -264,7 +264,7 @@ async fn users_have_a_bucket_per_action_and_tiers_change_the_default() {
 
 #[tokio::test]
 async fn redis_shares_counts_and_its_absence_falls_back_to_memory() {
-    let mut redis = RedisServer::start().await;
+    let mut redis = LoopbackServer::redis().await;
     let url = redis.url();
     let vars = [
         ("SERVICE_REDIS_URL", url.as_str()),

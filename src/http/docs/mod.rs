@@ -31,7 +31,12 @@ impl ApiDocs {
     pub fn new(document: &serde_json::Value) -> Self {
         Self {
             json: document.to_string(),
-            yaml: yaml_serde::to_string(document).unwrap_or_default(),
+            // A JSON value always has a YAML form; should that ever fail,
+            // the YAML route serves the JSON text, which is valid YAML too.
+            yaml: yaml_serde::to_string(document).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "OpenAPI document has no YAML form");
+                document.to_string()
+            }),
             postman: postman::collection(document).to_string(),
         }
     }

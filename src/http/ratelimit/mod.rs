@@ -112,6 +112,24 @@ pub enum AuthPath {
     Sso,
 }
 
+impl AuthPath {
+    pub const ALL: [AuthPath; 4] = [
+        AuthPath::Login,
+        AuthPath::Register,
+        AuthPath::Oauth,
+        AuthPath::Sso,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthPath::Login => "login",
+            AuthPath::Register => "register",
+            AuthPath::Oauth => "oauth",
+            AuthPath::Sso => "sso",
+        }
+    }
+}
+
 /// The limit a route carries beyond the global and per-user ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathLimit {
@@ -237,6 +255,15 @@ impl RateLimiter {
         self.inner.redis.as_ref()
     }
 
+    /// `not_configured`, `healthy` or `unavailable`: what health reports.
+    pub fn redis_status(&self) -> &'static str {
+        match &self.inner.redis {
+            None => "not_configured",
+            Some(redis) if redis.available() => "healthy",
+            Some(_) => "unavailable",
+        }
+    }
+
     pub fn backend(&self) -> Backend {
         match &self.inner.redis {
             None => Backend::Memory,
@@ -315,7 +342,7 @@ impl RateLimiter {
             .map_or_else(|| facts.ip.to_string(), |p| format!("user:{}", p.user_id));
         match (facts.path_limit, facts.route) {
             (Some(PathLimit::Auth(path)), _) => buckets.push((
-                format!("auth:{}", serde_name(&path)),
+                format!("auth:{}", path.name()),
                 facts.ip.to_string(),
                 self.auth_quota(path),
                 None,
@@ -398,15 +425,6 @@ impl RateLimiter {
     /// Buckets held in this process's memory that are not full.
     pub fn tracked_in_memory(&self) -> usize {
         self.inner.memory.tracked()
-    }
-}
-
-fn serde_name(path: &AuthPath) -> &'static str {
-    match path {
-        AuthPath::Login => "login",
-        AuthPath::Register => "register",
-        AuthPath::Oauth => "oauth",
-        AuthPath::Sso => "sso",
     }
 }
 

@@ -256,16 +256,79 @@ pub async fn settled_feed(log: &EventLog, count: usize) -> Vec<agon::store::Stor
     panic!("the feed never reached {count} events");
 }
 
-/// A redis-server of the test's own on a free loopback port, killed on drop.
-pub struct RedisServer {
+/// A server binary of the test's own (nats-server, redis-server) on a free
+/// loopback port with a private data directory; restartable, killed on drop.
+pub struct LoopbackServer {
     pub port: u16,
+    /// Held so the data directory lives as long as the server.
+    _dir: tempfile::TempDir,
+    scheme: &'static str,
+    command: Vec<String>,
     child: Option<std::process::Child>,
 }
 
-impl RedisServer {
-    pub async fn start() -> Self {
+impl LoopbackServer {
+    /// nats-server with JetStream (`AGON_TEST_NATS_SERVER` names the binary).
+    pub async fn nats() -> Self {
+        Self::start(
+            "nats",
+            "AGON_TEST_NATS_SERVER",
+            "nats-server",
+            |port, dir| {
+                vec![
+                    "-js".into(),
+                    "-a".into(),
+                    "127.0.0.1".into(),
+                    "-p".into(),
+                    port.to_string(),
+                    "-sd".into(),
+                    dir,
+                ]
+            },
+        )
+        .await
+    }
+
+    /// redis-server without persistence (`AGON_TEST_REDIS_SERVER` names the binary).
+    pub async fn redis() -> Self {
+        Self::start(
+            "redis",
+            "AGON_TEST_REDIS_SERVER",
+            "redis-server",
+            |port, dir| {
+                vec![
+                    "--port".into(),
+                    port.to_string(),
+                    "--bind".into(),
+                    "127.0.0.1".into(),
+                    "--dir".into(),
+                    dir,
+                    "--save".into(),
+                    String::new(),
+                    "--appendonly".into(),
+                    "no".into(),
+                ]
+            },
+        )
+        .await
+    }
+
+    async fn start(
+        scheme: &'static str,
+        binary_variable: &str,
+        default_binary: &str,
+        args: impl Fn(u16, String) -> Vec<String>,
+    ) -> Self {
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let binary = std::env::var(binary_variable).unwrap_or_else(|_| default_binary.to_owned());
+        let mut command = vec![binary];
+        command.extend(args(port, dir.path().to_str().unwrap().to_owned()));
         let mut server = Self {
-            port: free_port(),
+            port,
+            _dir: dir,
+            scheme,
+            command,
             child: None,
         };
         server.restart().await;
@@ -273,19 +336,21 @@ impl RedisServer {
     }
 
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 
     pub async fn restart(&mut self) {
-        let binary =
-            std::env::var("AGON_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
-        let child = std::process::Command::new(binary)
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
+        let child = std::process::Command::new(&self.command[0])
+            .args(&self.command[1..])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("redis-server must be installed: run the tests through ops/test.sh");
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}; run the tests through ops/test.sh",
+                    self.command[0]
+                )
+            });
         self.child = Some(child);
         wait_for_port(self.port).await;
     }
@@ -298,7 +363,7 @@ impl RedisServer {
     }
 }
 
-impl Drop for RedisServer {
+impl Drop for LoopbackServer {
     fn drop(&mut self) {
         self.stop();
     }
