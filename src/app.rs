@@ -9,7 +9,9 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{Auth, AuthSetupError};
 use crate::bus::{Bus, BusError, LocalBus, NatsBus};
+use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
 use crate::http::ratelimit::{RateLimiter, RedisError};
@@ -27,6 +29,8 @@ pub enum StartError {
     Bus(#[from] BusError),
     #[error("cannot set up Redis: {0}")]
     Redis(#[from] RedisError),
+    #[error("cannot set up accounts: {0}")]
+    Auth(#[from] AuthSetupError),
     #[error("cannot listen: {0}")]
     Listen(#[from] std::io::Error),
 }
@@ -44,6 +48,9 @@ pub struct App {
     pub started: Instant,
     pub limiter: RateLimiter,
     pub recent_errors: RecentErrors,
+    pub auth: Auth,
+    /// The time every domain decision uses; tests move it forward.
+    pub clock: Clock,
 }
 
 impl App {
@@ -72,6 +79,8 @@ impl App {
             tracing::warn!("redis unreachable at start: rate limits fall back until it answers");
         }
         http::metrics::handle();
+        let clock = Clock::default();
+        let auth = Auth::new(&settings, log.clone(), clock.clone())?;
         Ok(Self {
             settings: Arc::new(settings),
             log,
@@ -80,6 +89,8 @@ impl App {
             started: Instant::now(),
             limiter,
             recent_errors: RecentErrors::default(),
+            auth,
+            clock,
         })
     }
 

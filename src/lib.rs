@@ -3,13 +3,17 @@
 //! Layout: [`store`] is the hash-chained event log (SQLite or PostgreSQL) and
 //! its ordered feed; [`bus`] carries the feed to consumers (in-process or NATS
 //! JetStream); [`projection`] runs the read models of `agon-projections`;
+//! [`auth`] signs users in and decides what they may do;
 //! [`http`] is the API face; [`app`] wires them from [`config`]. Pure domain
 //! logic lives in the `agon-aggregates` crate and never sees this IO.
 
 pub mod app;
+pub mod auth;
 pub mod bus;
+pub mod clock;
 pub mod config;
 pub mod crypto;
 pub mod http;
+pub mod mail;
 pub mod projection;
 pub mod store;

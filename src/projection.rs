@@ -9,15 +9,26 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use agon_projections::{AdminStats, Cursor, EventRecord, Projection};
+use agon_projections::{
+    Accounts, AdminStats, Cursor, DocumentProjection, EventRecord, Organizations, Projection,
+    Sessions,
+};
 use async_trait::async_trait;
+
+mod documents;
+pub use documents::{DocumentRunner, Documents};
 
 use crate::bus::Consumer;
 use crate::store::db::{PoolRef, with_pool};
 use crate::store::{EventLog, StoreError};
 
 /// Names of every projection the service runs.
-pub const ALL: [&str; 1] = [AdminStats::NAME];
+pub const ALL: [&str; 4] = [
+    AdminStats::NAME,
+    Accounts::NAME,
+    Sessions::NAME,
+    Organizations::NAME,
+];
 
 /// A projection hooked to the store as a bus consumer.
 pub struct ProjectionRunner<P: Projection> {
@@ -126,34 +137,44 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
 
 /// Every projection runner the service starts.
 pub fn runners(log: &EventLog) -> Vec<Arc<dyn Consumer>> {
-    vec![Arc::new(ProjectionRunner::<AdminStats>::new(log.clone()))]
+    vec![
+        Arc::new(ProjectionRunner::<AdminStats>::new(log.clone())),
+        Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
+        Arc::new(DocumentRunner::<Sessions>::new(log.clone())),
+        Arc::new(DocumentRunner::<Organizations>::new(log.clone())),
+    ]
 }
 
 /// Drops `name`'s view, guards and checkpoint and rebuilds it from the whole log.
 /// Returns the number of events replayed; `None` for an unknown name.
 pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, StoreError> {
-    match name {
-        AdminStats::NAME => rebuild_one::<AdminStats>(log).await.map(Some),
-        _ => Ok(None),
-    }
+    let runner: Arc<dyn Consumer> = match name {
+        AdminStats::NAME => Arc::new(ProjectionRunner::<AdminStats>::new(log.clone())),
+        Accounts::NAME => Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
+        Sessions::NAME => Arc::new(DocumentRunner::<Sessions>::new(log.clone())),
+        Organizations::NAME => Arc::new(DocumentRunner::<Organizations>::new(log.clone())),
+        _ => return Ok(None),
+    };
+    rebuild_one(log, runner.as_ref()).await.map(Some)
 }
 
-async fn rebuild_one<P: Projection>(log: &EventLog) -> Result<u64, StoreError> {
+async fn rebuild_one(log: &EventLog, runner: &dyn Consumer) -> Result<u64, StoreError> {
+    let name = runner.name();
     with_pool!(log.db().writer(), pool => {
         let mut tx = pool.begin().await?;
         for sql in [
             "DELETE FROM projection_views WHERE projection = $1",
+            "DELETE FROM documents WHERE projection = $1",
             "DELETE FROM projection_guards WHERE projection = $1",
         ] {
-            sqlx::query(sql).bind(P::NAME).execute(&mut *tx).await?;
+            sqlx::query(sql).bind(name).execute(&mut *tx).await?;
         }
         sqlx::query("DELETE FROM checkpoints WHERE consumer = $1")
-            .bind(checkpoint_name(P::NAME))
+            .bind(checkpoint_name(name))
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
     });
-    let runner = ProjectionRunner::<P>::new(log.clone());
     let mut cursor = Cursor::START;
     let mut replayed = 0u64;
     loop {

@@ -6,9 +6,11 @@
 //! the projection's checkpoint in one transaction, so a view can always be
 //! rebuilt from zero by replaying the log.
 
+pub mod accounts;
 pub mod admin_stats;
 pub mod record;
 
+pub use accounts::{Accounts, Organizations, Sessions};
 pub use admin_stats::AdminStats;
 pub use record::{Cursor, EventRecord};
 
@@ -24,4 +26,30 @@ pub trait Projection: Send + Sync + 'static {
 
     /// Folds one event into the view. Called at most once per stream and sequence.
     fn apply(view: &mut Self::View, event: &EventRecord);
+}
+
+/// A read model kept as one JSON document per key: an account, a session.
+///
+/// Each event touches at most one document. The runner loads it, lets
+/// [`DocumentProjection::apply`] fold the event in, and stores it with its
+/// `owner` (to list a user's documents) and `lookup` (a second unique key).
+pub trait DocumentProjection: Send + Sync + 'static {
+    /// The name of its checkpoint, of its documents' `projection` column and
+    /// of `agon replay --projection`.
+    const NAME: &'static str;
+    type Doc: Serialize + DeserializeOwned + Send + Sync + 'static;
+
+    /// The key of the document `event` changes, if any.
+    fn key(event: &EventRecord) -> Option<String>;
+
+    /// Folds `event` into the document (`None` before its first event).
+    fn apply(doc: Option<Self::Doc>, event: &EventRecord) -> Option<Self::Doc>;
+
+    /// The user the document belongs to.
+    fn owner(doc: &Self::Doc) -> Option<String>;
+
+    /// A second key the document can be found by.
+    fn lookup(_doc: &Self::Doc) -> Option<String> {
+        None
+    }
 }

@@ -35,7 +35,15 @@ const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 #[derive(Clone)]
 pub struct NatsBus {
     jetstream: jetstream::Context,
+    /// Names this process's durable consumers. Every replica reads every
+    /// event in order (a shared durable would split the events between
+    /// replicas and let a later event of a stream overtake an earlier one);
+    /// the consumers' database checkpoints and guards make the repeats no-ops.
+    replica: Arc<str>,
 }
+
+/// How long NATS keeps the durable consumer of a replica that went away.
+const ABANDONED_CONSUMER_TTL: Duration = Duration::from_secs(600);
 
 impl std::fmt::Debug for NatsBus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -84,8 +92,11 @@ impl NatsBus {
             .connect(url)
             .await
             .map_err(nats_error)?;
+        let mut replica = [0u8; 6];
+        getrandom::fill(&mut replica).map_err(nats_error)?;
         Ok(Self {
             jetstream: jetstream::new(client),
+            replica: hex::encode(replica).into(),
         })
     }
 
@@ -195,7 +206,11 @@ impl NatsBus {
         consumer: &dyn Consumer,
         stop: &CancellationToken,
     ) -> Result<(), BusError> {
-        let durable = consumer.name().replace(['.', '*', '>', ' '], "_");
+        let durable = format!(
+            "{}_{}",
+            consumer.name().replace(['.', '*', '>', ' '], "_"),
+            self.replica
+        );
         let pull = self
             .stream()
             .await?
@@ -206,6 +221,7 @@ impl NatsBus {
                     ack_policy: consumer::AckPolicy::Explicit,
                     deliver_policy: consumer::DeliverPolicy::All,
                     filter_subject: "events.>".to_owned(),
+                    inactive_threshold: ABANDONED_CONSUMER_TTL,
                     ..Default::default()
                 },
             )

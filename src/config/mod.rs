@@ -3,12 +3,14 @@
 //! Invalid configuration stops the start with a one-line message naming the
 //! variable; secrets live in [`Secret`], whose `Debug` form never prints them.
 
+mod auth;
 mod http;
 mod values;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
 pub use http::{HttpSettings, RateLimitSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
@@ -33,15 +35,13 @@ pub struct Settings {
     pub signing_key: Option<Secret>,
     /// `SERVICE_SEAL_INTERVAL_SECONDS`: how often new events are sealed. Default 60.
     pub seal_interval: Duration,
-    /// `SERVICE_JWT_SECRET`: token signing secret, at least 32 characters;
-    /// required in production.
-    pub jwt_secret: Option<Secret>,
     /// `SERVICE_LOG_LEVEL`: DEBUG, INFO (default), WARNING or ERROR.
     pub log_level: LogLevel,
     /// `SERVICE_LOG_FORMAT`: `json` for JSON lines, else human-readable text.
     pub log_json: bool,
     pub http: HttpSettings,
     pub rate_limits: RateLimitSettings,
+    pub auth: AuthSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -98,15 +98,7 @@ impl Settings {
         } else {
             false
         };
-        let jwt_secret = vars.get("SERVICE_JWT_SECRET").map(Secret::new);
-        if let Some(secret) = &jwt_secret
-            && secret.expose().chars().count() < 32
-        {
-            return Err(ConfigError::new(
-                "SERVICE_JWT_SECRET",
-                "must be at least 32 characters long",
-            ));
-        }
+        let auth = AuthSettings::read(&vars, &mut warnings)?;
         let settings = Self {
             environment,
             data_dir: vars
@@ -120,13 +112,13 @@ impl Settings {
             seal_interval: Duration::from_secs(
                 vars.positive("SERVICE_SEAL_INTERVAL_SECONDS", 60)?.into(),
             ),
-            jwt_secret,
             log_level,
             log_json: vars
                 .get("SERVICE_LOG_FORMAT")
                 .is_some_and(|v| v.eq_ignore_ascii_case("json")),
             http: HttpSettings::read(&vars)?,
             rate_limits: RateLimitSettings::read(&vars)?,
+            auth,
             warnings,
         };
         settings.check_deployment()?;
@@ -149,7 +141,7 @@ impl Settings {
                 ));
             }
         }
-        if self.environment == Environment::Production && self.jwt_secret.is_none() {
+        if self.environment == Environment::Production && self.auth.jwt_secret.is_none() {
             return Err(ConfigError::new(
                 "SERVICE_JWT_SECRET",
                 "is required when SERVICE_ENV=production (at least 32 characters)",

@@ -1,3 +1,10 @@
-//! Key material and cryptographic helpers used by the service.
+//! Key material and cryptographic helpers used by the service: seal
+//! signing, access tokens, passwords, TOTP, random credentials and
+//! field-level encryption.
 
+pub mod fields;
+pub mod jwt;
+pub mod password;
+pub mod secrets;
 pub mod signing;
+pub mod totp;

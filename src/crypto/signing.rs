@@ -4,7 +4,7 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use thiserror::Error;
@@ -47,39 +47,12 @@ impl SealKey {
                 .ok_or(KeyError::BadConfiguredKey);
         }
         let path = data_dir.join(KEY_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => parse_seed(&text)
-                .map(Self)
-                .ok_or_else(|| KeyError::BadKeyFile {
-                    path: display(&path),
-                }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::create(&path),
-            Err(source) => Err(KeyError::Io {
+        let text = key_file(&path)?;
+        parse_seed(&text)
+            .map(Self)
+            .ok_or_else(|| KeyError::BadKeyFile {
                 path: display(&path),
-                source,
-            }),
-        }
-    }
-
-    fn create(path: &PathBuf) -> Result<Self, KeyError> {
-        let io = |source| KeyError::Io {
-            path: display(path),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).map_err(|e| KeyError::Random(e.to_string()))?;
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(io)?;
-        file.write_all(hex::encode(seed).as_bytes()).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        Ok(Self(SigningKey::from_bytes(&seed)))
+            })
     }
 
     pub fn public_key(&self) -> [u8; 32] {
@@ -93,6 +66,34 @@ impl SealKey {
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.0.sign(message).to_bytes()
     }
+}
+
+/// The 32-byte hex key stored at `path`, created (mode 0600) when absent.
+pub fn key_file(path: &Path) -> Result<String, KeyError> {
+    let io = |source| KeyError::Io {
+        path: display(path),
+        source,
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => return Ok(text.trim().to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => return Err(io(source)),
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| KeyError::Random(e.to_string()))?;
+    let text = hex::encode(seed);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok(text)
 }
 
 /// Checks an ed25519 signature; false for a malformed key or signature.

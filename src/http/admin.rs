@@ -1,5 +1,5 @@
 //! `GET /api/admin/stats`: statistics from the `admin_stats` projection.
-//! Authentication and the admin role are attached by the accounts issue.
+//! Admin only.
 
 use std::collections::BTreeMap;
 
@@ -14,10 +14,16 @@ use super::error::ApiError;
 use super::ratelimit::Action;
 use super::routes::{RouteSpec, Routes};
 use crate::app::App;
+use crate::auth::rbac::Permission;
 use crate::projection::load_view;
 
 pub fn routes() -> Routes {
-    Routes::new().add(routes!(stats), RouteSpec::new().action(Action::Admin))
+    Routes::new().add(
+        routes!(stats),
+        RouteSpec::new()
+            .action(Action::Admin)
+            .requires(Permission::Admin),
+    )
 }
 
 #[derive(Debug, Serialize, ToSchema)]

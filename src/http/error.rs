@@ -42,6 +42,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("rate limit exceeded")]
     RateLimited(Verdict),
+    /// Sign-in refused while the account is locked (§8.2); 423 with `Retry-After`.
+    #[error("Account locked for {remaining_seconds} seconds")]
+    Locked { remaining_seconds: i64 },
     #[error("{0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -85,6 +88,7 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE")
             }
             ApiError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
+            ApiError::Locked { .. } => (StatusCode::LOCKED, "ACCOUNT_LOCKED"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         };
@@ -103,6 +107,10 @@ impl ApiError {
             ApiError::RateLimited(verdict) => {
                 report.details = json!({"retry_after": verdict.retry_after_secs()});
                 report.rate_limit = Some(verdict);
+            }
+            ApiError::Locked { remaining_seconds } => {
+                report.details = json!({"retry_after": remaining_seconds});
+                report.retry_after = Some(remaining_seconds);
             }
             ApiError::Internal(cause) => {
                 report.message = "Internal server error".to_owned();
@@ -135,6 +143,8 @@ pub struct ErrorReport {
     pub resource_type: Option<String>,
     pub resource_id: Option<String>,
     pub rate_limit: Option<Verdict>,
+    /// Seconds for a `Retry-After` header outside rate limiting (a lockout).
+    pub retry_after: Option<i64>,
     /// Logged by the middleware; never sent.
     pub internal_cause: Option<String>,
 }
@@ -149,6 +159,7 @@ impl ErrorReport {
             resource_type: None,
             resource_id: None,
             rate_limit: None,
+            retry_after: None,
             internal_cause: None,
         }
     }
@@ -173,6 +184,7 @@ impl ErrorReport {
             }
             StatusCode::UNPROCESSABLE_ENTITY => ("VALIDATION_ERROR", "The request is not valid"),
             StatusCode::TOO_MANY_REQUESTS => ("RATE_LIMIT_EXCEEDED", "Rate limit exceeded"),
+            StatusCode::LOCKED => ("ACCOUNT_LOCKED", "Account locked"),
             StatusCode::SERVICE_UNAVAILABLE => {
                 ("SERVICE_UNAVAILABLE", "The service is unavailable")
             }
@@ -237,9 +249,12 @@ impl IntoResponse for ApiError {
         // it in the request's form and fills in the trace id.
         let mut response =
             (report.status, Json(report.body(ErrorForm::General, ""))).into_response();
-        if let Some(verdict) = &report.rate_limit
-            && let Ok(value) = HeaderValue::from_str(&verdict.retry_after_secs().to_string())
-        {
+        let retry_after = report
+            .rate_limit
+            .as_ref()
+            .map(|verdict| verdict.retry_after_secs().to_string())
+            .or_else(|| report.retry_after.map(|s| s.to_string()));
+        if let Some(value) = retry_after.and_then(|s| HeaderValue::from_str(&s).ok()) {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
         response.extensions_mut().insert(Arc::new(report));
@@ -252,5 +267,36 @@ pub async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> ApiE
     ApiError::RouteNotFound {
         method: method.to_string(),
         path: uri.path().to_owned(),
+    }
+}
+
+impl From<&crate::auth::AuthError> for ApiError {
+    fn from(e: &crate::auth::AuthError) -> Self {
+        use crate::auth::AuthError as A;
+        match e {
+            A::InvalidCredentials | A::TokenExpired | A::InvalidToken | A::InvalidCode => {
+                ApiError::Unauthorized(e.to_string())
+            }
+            A::Locked { remaining_seconds } => ApiError::Locked {
+                remaining_seconds: *remaining_seconds,
+            },
+            A::Disabled | A::Forbidden(_) => ApiError::Forbidden(e.to_string()),
+            A::Invalid(message) => ApiError::validation(message.clone(), json!({})),
+            A::Conflict(message) => ApiError::Conflict(message.clone()),
+            A::NotFound {
+                resource_type,
+                resource_id,
+            } => ApiError::NotFound {
+                resource_type,
+                resource_id: (!resource_id.is_empty()).then(|| resource_id.clone()),
+            },
+            A::Internal(cause) => ApiError::Internal(cause.clone().into()),
+        }
+    }
+}
+
+impl From<crate::auth::AuthError> for ApiError {
+    fn from(e: crate::auth::AuthError) -> Self {
+        ApiError::from(&e)
     }
 }

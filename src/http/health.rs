@@ -25,6 +25,7 @@ pub fn routes() -> Routes {
         .add(
             routes!(health),
             RouteSpec::new()
+                .public()
                 .v2_at("/api/v2/system/health")
                 .limit(PathLimit::Endpoint(120)),
         )

@@ -2,8 +2,12 @@
 //! them (see [`routes`]) inside the layers every request passes through,
 //! outermost first: CORS; [`context`] (request id, version, span, error
 //! form, v2 envelope, deprecation headers, metrics); the body-size limit and
-//! timeout; [`limits`] (rate limits, after routing so it knows the route).
+//! timeout; [`access::identify`] (reads the credential); [`limits`] (rate
+//! limits, after routing so it knows the route); [`access::guard`] (401/403
+//! by the route's access rule).
 
+pub mod access;
+pub mod accounts;
 pub mod admin;
 pub mod context;
 pub mod docs;
@@ -46,6 +50,7 @@ pub fn routes() -> Routes {
         .merge(system::routes())
         .merge(admin::routes())
         .merge(docs::routes())
+        .merge(accounts::routes())
 }
 
 /// The full API router.
@@ -66,7 +71,9 @@ pub fn with_platform(app: App, routes: Routes) -> Router {
     let http = &app.settings.http;
     router
         .fallback(error::not_found)
+        .layer(axum::middleware::from_fn(access::guard))
         .layer(from_fn_with_state(platform.clone(), limits::limits))
+        .layer(from_fn_with_state(platform.clone(), access::identify))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             http.request_timeout,

@@ -15,6 +15,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::ratelimit::{Action, PathLimit};
 use crate::app::App;
+use crate::auth::rbac::Permission;
 
 /// Schemas the handlers' annotations name, by name.
 pub type Schemas = Vec<(String, RefOr<Schema>)>;
@@ -22,6 +23,7 @@ pub type Schemas = Vec<(String, RefOr<Schema>)>;
 /// How one handler is mounted and limited.
 #[derive(Debug, Clone)]
 pub struct RouteSpec {
+    access: Access,
     v2_path: Option<&'static str>,
     versioned: bool,
     limit: Option<PathLimit>,
@@ -34,6 +36,7 @@ pub struct RouteSpec {
 impl Default for RouteSpec {
     fn default() -> Self {
         Self {
+            access: Access::Authenticated,
             v2_path: None,
             versioned: true,
             limit: None,
@@ -62,6 +65,18 @@ impl RouteSpec {
     }
 
     /// The v2 path when §9.2 renames it.
+    /// Open to anyone: no credential needed (one that is sent is still read).
+    pub fn public(mut self) -> Self {
+        self.access = Access::Public;
+        self
+    }
+
+    /// Only callers holding `permission`.
+    pub fn requires(mut self, permission: Permission) -> Self {
+        self.access = Access::Permission(permission);
+        self
+    }
+
     pub fn v2_at(mut self, path: &'static str) -> Self {
         self.v2_path = Some(path);
         self
@@ -111,6 +126,7 @@ pub enum MountKind {
 #[derive(Debug, Clone)]
 pub struct Mount {
     pub path: String,
+    pub access: Access,
     /// The path the handler was registered at (documented once there).
     pub canonical: String,
     pub kind: MountKind,
@@ -147,6 +163,15 @@ impl Mount {
             .collect::<Vec<_>>();
         Some(filled.join("/"))
     }
+}
+
+/// Who may call a route. Every route needs a credential unless it says
+/// otherwise, so a new route cannot be left open by accident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Public,
+    Authenticated,
+    Permission(Permission),
 }
 
 /// Every mount, by path template.
@@ -226,6 +251,7 @@ impl Routes {
 fn mounts_for(canonical: &str, spec: &RouteSpec) -> Vec<Mount> {
     let mount = |path: String, kind: MountKind, successor: Option<String>| Mount {
         path,
+        access: spec.access,
         canonical: canonical.to_owned(),
         kind,
         versioned: spec.versioned,

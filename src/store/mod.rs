@@ -7,6 +7,7 @@
 //! which never skips an event, even one whose transaction commits late.
 
 pub mod chain;
+mod commands;
 pub mod db;
 pub mod feed;
 pub(crate) use feed::{CHECKPOINT_UPSERT, now};
@@ -17,6 +18,7 @@ mod rows;
 pub mod seal;
 pub mod verify;
 
+pub use commands::{CommandError, Executed};
 pub use db::{Backend, Db};
 pub use log::EventLog;
 pub use rows::StoredEvent;

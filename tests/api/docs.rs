@@ -15,7 +15,7 @@ const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 #[tokio::test]
 async fn the_document_and_the_router_agree_and_pass_a_validator() {
     let spawned = spawn_with(Kind::Sqlite, &[("SERVICE_IP_RATE_LIMIT", "100000")]).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let doc = spawned.get_json(&c, "/api/openapi.json").await;
     for path in ["/api/openapi", "/api/v1/openapi.json"] {
         assert_eq!(spawned.get_json(&c, path).await, doc, "{path}");
@@ -104,7 +104,7 @@ async fn the_document_and_the_router_agree_and_pass_a_validator() {
 #[tokio::test]
 async fn yaml_postman_and_the_pages_are_served_locally() {
     let spawned = spawn_with(Kind::Sqlite, &[]).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let get = |path: &str| c.get(format!("{}{path}", spawned.base)).send();
 
     let yaml = get("/api/openapi.yaml").await.unwrap();
@@ -216,7 +216,7 @@ fn parse_sample(line: &str) -> (String, Vec<(String, String)>, f64) {
 #[tokio::test]
 async fn prometheus_counts_requests_by_route_and_status() {
     let spawned = spawn_with(Kind::Sqlite, &[]).await;
-    let c = Client::new();
+    let c = crate::support::client();
     for _ in 0..3 {
         spawned.get_json(&c, "/api/v1/rate-limits/config").await;
     }

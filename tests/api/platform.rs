@@ -101,7 +101,7 @@ pub async fn send(
 #[tokio::test]
 async fn every_error_answers_in_the_form_of_its_version() {
     let spawned = spawn_app(Kind::Sqlite).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let base = &spawned.base;
 
     let (r, general) = send(
@@ -229,7 +229,7 @@ async fn bad_bodies_are_refused_clearly_and_internal_causes_stay_inside() {
         ("SERVICE_REQUEST_TIMEOUT_SECONDS", "1"),
     ])
     .await;
-    let c = Client::new();
+    let c = crate::support::client();
     let url = format!("{base}/api/test/echo");
     let json_type = [("content-type", "application/json")];
     let post = |headers: &'static [(&'static str, &'static str)], body: &[u8]| {
@@ -325,7 +325,7 @@ async fn bad_bodies_are_refused_clearly_and_internal_causes_stay_inside() {
 #[tokio::test]
 async fn versions_are_chosen_echoed_wrapped_and_deprecated() {
     let spawned = spawn_app(Kind::Sqlite).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let base = &spawned.base;
 
     let (r, v1) = send(&c, Method::GET, &format!("{base}/api/health"), &[], None).await;
@@ -398,7 +398,7 @@ async fn versions_are_chosen_echoed_wrapped_and_deprecated() {
 #[tokio::test]
 async fn request_ids_are_kept_or_made() {
     let spawned = spawn_app(Kind::Sqlite).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let url = format!("{}/api/health", spawned.base);
     let given = c
         .get(&url)
@@ -432,7 +432,7 @@ async fn cors_allows_only_the_configured_origins() {
     )
     .await;
     let base = serve_router(agon::http::router(app)).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let preflight = c
         .request(Method::OPTIONS, format!("{base}/api/health"))
         .header("origin", "https://app.example")
@@ -478,7 +478,7 @@ async fn cors_allows_only_the_configured_origins() {
 #[tokio::test]
 async fn health_comes_in_both_forms_and_in_detail() {
     let spawned = spawn_app(Kind::Postgres).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let health = spawned.get_json(&c, "/api/health").await;
     assert_eq!(health["components"]["database"], "healthy");
     assert_eq!(health["components"]["agents"], "not_configured");
@@ -547,7 +547,7 @@ fn unsafe_or_incomplete_configuration_stops_the_start() {
 #[tokio::test]
 async fn renamed_routes_and_deprecated_aliases_point_at_their_successors() {
     let (base, _dir) = spawn_test_routes(&[]).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let (r, v1) = send(
         &c,
         Method::GET,

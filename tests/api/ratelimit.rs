@@ -52,7 +52,7 @@ async fn the_global_limit_refuses_with_headers_and_the_rate_limit_form() {
         ("SERVICE_BURST_MULTIPLIER", "1"),
     ])
     .await;
-    let c = Client::new();
+    let c = crate::support::client();
     let mut remaining = Vec::new();
     // Unknown routes count too: the limit spans every endpoint.
     for path in [
@@ -95,7 +95,7 @@ async fn the_global_limit_refuses_with_headers_and_the_rate_limit_form() {
 
 #[tokio::test]
 async fn forwarded_addresses_count_only_behind_trusted_proxies() {
-    let c = Client::new();
+    let c = crate::support::client();
     let limits = [
         ("SERVICE_IP_RATE_LIMIT", "2"),
         ("SERVICE_BURST_MULTIPLIER", "1"),
@@ -136,7 +136,7 @@ async fn health_has_its_own_endpoint_limit() {
         ("SERVICE_BURST_MULTIPLIER", "1"),
     ])
     .await;
-    let c = Client::new();
+    let c = crate::support::client();
     for _ in 0..120 {
         let (r, _) = send(&c, Method::GET, &format!("{base}/api/health"), &[], None).await;
         assert_eq!(r.status, 200);
@@ -189,7 +189,7 @@ async fn users_have_a_bucket_per_action_and_tiers_change_the_default() {
         ("SERVICE_BURST_MULTIPLIER", "1"),
     ])
     .await;
-    let c = Client::new();
+    let c = crate::support::client();
     let alice = [("x-test-user", "alice")];
     let url = format!("{base}/api/rate-limits/config");
     let (r, _) = send(&c, Method::GET, &url, &alice, None).await;
@@ -273,7 +273,7 @@ async fn redis_shares_counts_and_its_absence_falls_back_to_memory() {
     ];
     let (a, _da) = spawn(&vars).await;
     let (b, _db) = spawn(&vars).await;
-    let c = Client::new();
+    let c = crate::support::client();
     let path = "/api/rate-limits/config";
     let (_, config) = send(&c, Method::GET, &format!("{a}{path}"), &[], None).await;
     assert_eq!(config["backend"], "redis");
@@ -332,7 +332,7 @@ async fn redis_shares_counts_and_its_absence_falls_back_to_memory() {
 #[tokio::test]
 async fn health_says_when_redis_is_unreachable_and_fail_open_stops_counting() {
     let nowhere = format!("redis://127.0.0.1:{}", free_port());
-    let c = Client::new();
+    let c = crate::support::client();
     let (closed, _d1) = spawn(&[
         ("SERVICE_REDIS_URL", nowhere.as_str()),
         ("SERVICE_IP_RATE_LIMIT", "3"),

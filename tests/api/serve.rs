@@ -55,6 +55,9 @@ pub async fn build_app(kind: Kind, vars: &[(&str, &str)]) -> (App, tempfile::Tem
     let settings = Settings::from_lookup(|name| match name {
         "SERVICE_DATA_DIR" => Some(data_dir.clone()),
         "DATABASE_URL" => database_url.clone(),
+        "SERVICE_API_TOKEN" if !vars.iter().any(|(k, _)| k == name) => {
+            Some(crate::support::TEST_TOKEN.to_owned())
+        }
         _ => vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
     })
     .unwrap();
@@ -87,7 +90,7 @@ pub async fn serve_router(router: axum::Router) -> String {
 
 async fn health_and_stats(kind: Kind) {
     let spawned = spawn_app(kind).await;
-    let client = reqwest::Client::new();
+    let client = crate::support::client();
     let health = client
         .get(format!("{}/api/health", spawned.base))
         .send()
@@ -146,6 +149,7 @@ async fn serve_binary_once(log_level: &str, log_format: &str) -> String {
         .args(["--host", "127.0.0.1"])
         .env_clear()
         .env("SERVICE_DATA_DIR", dir.path())
+        .env("SERVICE_API_TOKEN", crate::support::TEST_TOKEN)
         .env("SERVICE_LOG_LEVEL", log_level)
         .env("SERVICE_LOG_FORMAT", log_format)
         .stderr(std::process::Stdio::piped())
@@ -154,7 +158,7 @@ async fn serve_binary_once(log_level: &str, log_format: &str) -> String {
         .unwrap();
     wait_for_port(port).await;
     let health = format!("http://127.0.0.1:{port}/api/health");
-    let response = reqwest::Client::new()
+    let response = crate::support::client()
         .get(health)
         .header("x-request-id", "trace-me-42")
         .send()

@@ -8,7 +8,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{ComponentsBuilder, InfoBuilder, OpenApiBuilder, RefOr, schema::Schema};
 
 use crate::http::error::ErrorForm;
-use crate::http::routes::{Mount, MountKind, RouteTable};
+use crate::http::routes::{Access, Mount, MountKind, RouteTable};
 
 const DESCRIPTION: &str = "\
 Agon hosts debates between AI agents and keeps every state change in a \
@@ -101,6 +101,11 @@ fn mounted_item(mut item: Value, mount: &Mount) -> Value {
         if deprecated {
             op.insert("deprecated".into(), json!(true));
         }
+        let security = match mount.access {
+            Access::Public => json!([]),
+            Access::Authenticated | Access::Permission(_) => json!([{"bearerAuth": []}]),
+        };
+        op.insert("security".into(), security);
         let has_body = op.contains_key("requestBody");
         let has_query = op
             .get("parameters")
@@ -119,6 +124,11 @@ fn mounted_item(mut item: Value, mount: &Mount) -> Value {
             }
         }
         let mut statuses = vec!["400", "405", "429", "500"];
+        match mount.access {
+            Access::Public => {}
+            Access::Authenticated => statuses.push("401"),
+            Access::Permission(_) => statuses.extend(["401", "403"]),
+        }
         if has_path_params {
             statuses.push("404");
         }
@@ -195,6 +205,9 @@ fn error_schema(form: ErrorForm) -> &'static str {
 fn describe(status: &str) -> &'static str {
     match status {
         "400" => "Malformed request (bad header, query or JSON)",
+        "401" => "Missing, malformed, expired or revoked credential",
+        "403" => "The caller lacks the permission this route requires",
+        "423" => "Account locked; see Retry-After",
         "404" => "Not found",
         "405" => "Method not allowed",
         "413" => "Body too large",

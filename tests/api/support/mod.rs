@@ -1,6 +1,7 @@
 //! Shared helpers: fresh databases per test, a small aggregate, a recording
 //! consumer, and process helpers for the real binary and nats-server.
 
+pub mod smtp;
 pub mod tally;
 
 use std::sync::{Arc, Mutex};
@@ -367,4 +368,20 @@ impl Drop for LoopbackServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The static API token (`SERVICE_API_TOKEN`, role admin) every test app gets.
+pub const TEST_TOKEN: &str = "agon-test-static-api-token-0123456789";
+
+/// An HTTP client that sends [`TEST_TOKEN`] with every request.
+pub fn client() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        reqwest::header::HeaderValue::from_static("Bearer agon-test-static-api-token-0123456789"),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap()
 }

@@ -1,0 +1,602 @@
+//! The Account aggregate: decides sign-in, lockout, sessions, MFA and keys.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use cqrs_es::Aggregate;
+use cqrs_es::event_sink::EventSink;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::commands::AccountCommand;
+use super::error::AccountError;
+use super::events::{AccountEvent, KeyRevokeReason, LoginMethod, RevokeReason, Role, SecondFactor};
+
+/// Failed attempts at which the lock starts, and its length (§8.2).
+pub const LOCKOUT_LADDER: [(u32, i64); 3] = [(15, 3_600), (10, 900), (5, 60)];
+
+/// How long the account stays locked after `failures` consecutive failures.
+pub fn lock_seconds(failures: u32) -> Option<i64> {
+    LOCKOUT_LADDER
+        .iter()
+        .find(|(threshold, _)| failures >= *threshold)
+        .map(|(_, seconds)| *seconds)
+}
+
+/// One open session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub started_at: DateTime<Utc>,
+    /// The generation of the only refresh token that may still be used.
+    pub refresh_generation: u32,
+    pub refresh_expires_at: DateTime<Utc>,
+}
+
+/// MFA as configured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MfaState {
+    pub enabled: bool,
+    /// The TOTP secret envelope, pending until enabled.
+    pub secret: Option<Value>,
+    pub backup_code_hashes: Vec<String>,
+    /// The last TOTP step accepted: no code of this step or earlier works again.
+    pub last_totp_step: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiKeyState {
+    pub key_id: String,
+    pub key_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingVerification {
+    pub token_hash: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The state of one account, rebuilt from its events.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Account {
+    pub user_id: String,
+    pub email: String,
+    pub name: String,
+    pub password_hash: String,
+    pub role: Role,
+    pub email_verified: bool,
+    pub verification: Option<PendingVerification>,
+    pub failed_login_count: u32,
+    pub locked_until: Option<DateTime<Utc>>,
+    pub disabled: bool,
+    pub mfa: MfaState,
+    pub api_key: Option<ApiKeyState>,
+    pub sessions: BTreeMap<String, SessionState>,
+    pub org_id: Option<String>,
+    pub org_role: Option<String>,
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+impl Account {
+    pub fn exists(&self) -> bool {
+        self.created_at.is_some()
+    }
+
+    /// Seconds the lock still holds at `now`, if it does.
+    pub fn lock_remaining(&self, now: DateTime<Utc>) -> Option<i64> {
+        let until = self.locked_until?;
+        let remaining = (until - now).num_milliseconds();
+        // Round up: a lock with 200 ms left still says "1 seconds", never "0".
+        (remaining > 0).then(|| (remaining + 999) / 1_000)
+    }
+
+    fn ensure_usable(&self, now: DateTime<Utc>) -> Result<(), AccountError> {
+        if !self.exists() {
+            return Err(AccountError::NotRegistered);
+        }
+        if self.disabled {
+            return Err(AccountError::Disabled);
+        }
+        match self.lock_remaining(now) {
+            Some(remaining_seconds) => Err(AccountError::Locked { remaining_seconds }),
+            None => Ok(()),
+        }
+    }
+
+    fn ensure_exists(&self) -> Result<(), AccountError> {
+        if self.exists() {
+            Ok(())
+        } else {
+            Err(AccountError::NotRegistered)
+        }
+    }
+
+    /// Checks a second factor without consuming it.
+    fn check_second_factor(&self, factor: &SecondFactor) -> Result<(), AccountError> {
+        match factor {
+            SecondFactor::Totp { step } if *step <= self.mfa.last_totp_step => {
+                Err(AccountError::CodeReplayed)
+            }
+            SecondFactor::Totp { .. } => Ok(()),
+            SecondFactor::BackupCode { code_hash } => {
+                if self.mfa.backup_code_hashes.contains(code_hash) {
+                    Ok(())
+                } else {
+                    Err(AccountError::InvalidBackupCode)
+                }
+            }
+        }
+    }
+
+    /// Sessions ordered oldest first.
+    fn sessions_by_age(&self) -> Vec<String> {
+        let mut sessions: Vec<_> = self.sessions.iter().collect();
+        sessions.sort_by(|a, b| (a.1.started_at, a.0).cmp(&(b.1.started_at, b.0)));
+        sessions.into_iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    fn revocations(
+        &self,
+        keep: Option<&str>,
+        reason: RevokeReason,
+        at: DateTime<Utc>,
+    ) -> Vec<AccountEvent> {
+        self.sessions_by_age()
+            .into_iter()
+            .filter(|id| Some(id.as_str()) != keep)
+            .map(|session_id| AccountEvent::SessionRevoked {
+                session_id,
+                reason,
+                at,
+            })
+            .collect()
+    }
+
+    fn key_revocation(&self, reason: KeyRevokeReason, at: DateTime<Utc>) -> Option<AccountEvent> {
+        self.api_key
+            .as_ref()
+            .map(|key| AccountEvent::ApiKeyRevoked {
+                key_id: key.key_id.clone(),
+                reason,
+                at,
+            })
+    }
+
+    /// Decides the events of `command` without applying them.
+    fn decide(&self, command: AccountCommand) -> Result<Vec<AccountEvent>, AccountError> {
+        use AccountCommand as C;
+        use AccountEvent as E;
+        let events =
+            match command {
+                C::Register {
+                    user_id,
+                    email,
+                    name,
+                    password_hash,
+                    role,
+                    email_verified,
+                    at,
+                } => {
+                    if self.exists() {
+                        return Err(AccountError::AlreadyRegistered);
+                    }
+                    vec![E::Registered {
+                        user_id,
+                        email,
+                        name,
+                        password_hash,
+                        role,
+                        email_verified,
+                        at,
+                    }]
+                }
+                C::IssueVerification {
+                    token_hash,
+                    expires_at,
+                    at,
+                } => {
+                    self.ensure_exists()?;
+                    if self.email_verified {
+                        return Err(AccountError::AlreadyVerified);
+                    }
+                    vec![E::VerificationIssued {
+                        token_hash,
+                        expires_at,
+                        at,
+                    }]
+                }
+                C::VerifyEmail { token_hash, at } => {
+                    self.ensure_exists()?;
+                    if self.email_verified {
+                        return Err(AccountError::AlreadyVerified);
+                    }
+                    let pending = self
+                        .verification
+                        .as_ref()
+                        .filter(|pending| pending.token_hash == token_hash)
+                        .ok_or(AccountError::InvalidVerificationToken)?;
+                    if pending.expires_at <= at {
+                        return Err(AccountError::VerificationExpired);
+                    }
+                    vec![E::EmailVerified { at }]
+                }
+                C::RecordLoginFailure { reason, at } => {
+                    self.ensure_usable(at)?;
+                    let failed_login_count = self.failed_login_count.saturating_add(1);
+                    let locked_until = lock_seconds(failed_login_count)
+                        .map(|seconds| at + Duration::seconds(seconds));
+                    vec![E::LoginFailed {
+                        reason,
+                        failed_login_count,
+                        locked_until,
+                        at,
+                    }]
+                }
+                C::Login {
+                    session_id,
+                    device,
+                    second_factor,
+                    max_sessions,
+                    refresh_expires_at,
+                    at,
+                } => {
+                    self.ensure_usable(at)?;
+                    let method = match (&second_factor, self.mfa.enabled) {
+                        (_, false) => LoginMethod::Password,
+                        (None, true) => return Err(AccountError::MfaRequired),
+                        (Some(SecondFactor::Totp { .. }), true) => LoginMethod::PasswordAndTotp,
+                        (Some(SecondFactor::BackupCode { .. }), true) => {
+                            LoginMethod::PasswordAndBackupCode
+                        }
+                    };
+                    let second_factor = second_factor.filter(|_| self.mfa.enabled);
+                    if let Some(factor) = &second_factor {
+                        self.check_second_factor(factor)?;
+                    }
+                    let mut events = vec![E::LoginSucceeded {
+                        session_id: session_id.clone(),
+                        method,
+                        second_factor,
+                        at,
+                    }];
+                    let excess = (self.sessions.len() + 1).saturating_sub(max_sessions.max(1));
+                    events.extend(self.sessions_by_age().into_iter().take(excess).map(
+                        |session_id| E::SessionRevoked {
+                            session_id,
+                            reason: RevokeReason::Evicted,
+                            at,
+                        },
+                    ));
+                    events.push(E::SessionStarted {
+                        session_id,
+                        device,
+                        refresh_expires_at,
+                        at,
+                    });
+                    events
+                }
+                C::Refresh {
+                    session_id,
+                    generation,
+                    refresh_expires_at,
+                    at,
+                } => {
+                    self.ensure_usable(at)?;
+                    let session = self
+                        .sessions
+                        .get(&session_id)
+                        .ok_or(AccountError::SessionNotActive)?;
+                    if generation < session.refresh_generation {
+                        // A rotated token came back: whoever holds it, end the session.
+                        vec![E::SessionRevoked {
+                            session_id,
+                            reason: RevokeReason::RefreshReuse,
+                            at,
+                        }]
+                    } else if generation > session.refresh_generation
+                        || session.refresh_expires_at <= at
+                    {
+                        return Err(AccountError::SessionNotActive);
+                    } else {
+                        vec![E::SessionRefreshed {
+                            session_id,
+                            generation: generation + 1,
+                            refresh_expires_at,
+                            at,
+                        }]
+                    }
+                }
+                C::EndSession {
+                    session_id,
+                    reason,
+                    at,
+                } => {
+                    self.ensure_exists()?;
+                    if !self.sessions.contains_key(&session_id) {
+                        return Err(AccountError::SessionNotActive);
+                    }
+                    vec![E::SessionRevoked {
+                        session_id,
+                        reason,
+                        at,
+                    }]
+                }
+                C::RevokeOtherSessions { keep, at } => {
+                    self.ensure_exists()?;
+                    self.revocations(Some(&keep), RevokeReason::OthersRevoked, at)
+                }
+                C::RevokeAll { at, .. } => {
+                    self.ensure_exists()?;
+                    let mut events = self.revocations(None, RevokeReason::AdminRevokeAll, at);
+                    events.extend(self.key_revocation(KeyRevokeReason::AdminRevokeAll, at));
+                    events
+                }
+                C::Unlock { by, at } => {
+                    self.ensure_exists()?;
+                    if self.failed_login_count == 0 && self.locked_until.is_none() {
+                        Vec::new()
+                    } else {
+                        vec![E::AccountUnlocked { by, at }]
+                    }
+                }
+                C::ChangePassword { password_hash, at } => {
+                    self.ensure_usable(at)?;
+                    let mut events = vec![E::PasswordChanged { password_hash, at }];
+                    events.extend(self.revocations(None, RevokeReason::PasswordChanged, at));
+                    events
+                }
+                C::BeginMfaSetup { secret, at } => {
+                    self.ensure_usable(at)?;
+                    if self.mfa.enabled {
+                        return Err(AccountError::MfaAlreadyEnabled);
+                    }
+                    vec![E::MfaSetupStarted { secret, at }]
+                }
+                C::EnableMfa {
+                    totp_step,
+                    backup_code_hashes,
+                    at,
+                } => {
+                    self.ensure_usable(at)?;
+                    if self.mfa.enabled {
+                        return Err(AccountError::MfaAlreadyEnabled);
+                    }
+                    if self.mfa.secret.is_none() {
+                        return Err(AccountError::MfaSetupNotStarted);
+                    }
+                    vec![E::MfaEnabled {
+                        backup_code_hashes,
+                        totp_step,
+                        at,
+                    }]
+                }
+                C::DisableMfa { second_factor, at } => {
+                    self.ensure_usable(at)?;
+                    if !self.mfa.enabled {
+                        return Err(AccountError::MfaNotEnabled);
+                    }
+                    self.check_second_factor(&second_factor)?;
+                    vec![E::MfaDisabled { at }]
+                }
+                C::ResetMfa { by, at } => {
+                    self.ensure_exists()?;
+                    if !self.mfa.enabled && self.mfa.secret.is_none() {
+                        return Err(AccountError::MfaNotEnabled);
+                    }
+                    vec![E::MfaReset { by, at }]
+                }
+                C::CreateApiKey {
+                    key_id,
+                    key_hash,
+                    at,
+                } => {
+                    self.ensure_usable(at)?;
+                    let mut events: Vec<_> = self
+                        .key_revocation(KeyRevokeReason::Replaced, at)
+                        .into_iter()
+                        .collect();
+                    events.push(E::ApiKeyCreated {
+                        key_id,
+                        key_hash,
+                        at,
+                    });
+                    events
+                }
+                C::RevokeApiKey { at } => {
+                    self.ensure_exists()?;
+                    vec![
+                        self.key_revocation(KeyRevokeReason::Revoked, at)
+                            .ok_or(AccountError::NoApiKey)?,
+                    ]
+                }
+                C::Disable { by, at } => {
+                    self.ensure_exists()?;
+                    if self.disabled {
+                        return Ok(Vec::new());
+                    }
+                    let mut events = vec![E::UserDisabled { by, at }];
+                    events.extend(self.revocations(None, RevokeReason::Disabled, at));
+                    events.extend(self.key_revocation(KeyRevokeReason::Disabled, at));
+                    events
+                }
+                C::ChangeRole { role, by, at } => {
+                    self.ensure_exists()?;
+                    if role == self.role {
+                        Vec::new()
+                    } else {
+                        vec![E::RoleChanged { role, by, at }]
+                    }
+                }
+                C::JoinOrganization {
+                    org_id,
+                    org_role,
+                    at,
+                } => {
+                    self.ensure_exists()?;
+                    if self.org_id.is_some() {
+                        return Err(AccountError::AlreadyInOrganization);
+                    }
+                    vec![E::JoinedOrganization {
+                        org_id,
+                        org_role,
+                        at,
+                    }]
+                }
+            };
+        Ok(events)
+    }
+}
+
+impl Aggregate for Account {
+    const TYPE: &'static str = "account";
+    type Command = AccountCommand;
+    type Event = AccountEvent;
+    type Error = AccountError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: AccountCommand,
+        _services: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), AccountError> {
+        for event in self.decide(command)? {
+            sink.write(event, self).await;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: AccountEvent) {
+        use AccountEvent as E;
+        match event {
+            E::Registered {
+                user_id,
+                email,
+                name,
+                password_hash,
+                role,
+                email_verified,
+                at,
+            } => {
+                self.user_id = user_id;
+                self.email = email;
+                self.name = name;
+                self.password_hash = password_hash;
+                self.role = role;
+                self.email_verified = email_verified;
+                self.created_at = Some(at);
+            }
+            E::VerificationIssued {
+                token_hash,
+                expires_at,
+                ..
+            } => {
+                self.verification = Some(PendingVerification {
+                    token_hash,
+                    expires_at,
+                });
+            }
+            E::EmailVerified { .. } => {
+                self.email_verified = true;
+                self.verification = None;
+            }
+            E::LoginFailed {
+                failed_login_count,
+                locked_until,
+                ..
+            } => {
+                self.failed_login_count = failed_login_count;
+                self.locked_until = locked_until;
+            }
+            E::AccountUnlocked { .. } => {
+                self.failed_login_count = 0;
+                self.locked_until = None;
+            }
+            E::LoginSucceeded { second_factor, .. } => {
+                self.failed_login_count = 0;
+                self.locked_until = None;
+                self.consume(second_factor);
+            }
+            E::SessionStarted {
+                session_id,
+                refresh_expires_at,
+                at,
+                ..
+            } => {
+                self.sessions.insert(
+                    session_id,
+                    SessionState {
+                        started_at: at,
+                        refresh_generation: 0,
+                        refresh_expires_at,
+                    },
+                );
+            }
+            E::SessionRefreshed {
+                session_id,
+                generation,
+                refresh_expires_at,
+                ..
+            } => {
+                if let Some(session) = self.sessions.get_mut(&session_id) {
+                    session.refresh_generation = generation;
+                    session.refresh_expires_at = refresh_expires_at;
+                }
+            }
+            E::SessionRevoked { session_id, .. } => {
+                self.sessions.remove(&session_id);
+            }
+            E::PasswordChanged { password_hash, .. } => self.password_hash = password_hash,
+            E::MfaSetupStarted { secret, .. } => {
+                self.mfa = MfaState {
+                    secret: Some(secret),
+                    last_totp_step: self.mfa.last_totp_step,
+                    ..MfaState::default()
+                };
+            }
+            E::MfaEnabled {
+                backup_code_hashes,
+                totp_step,
+                ..
+            } => {
+                self.mfa.enabled = true;
+                self.mfa.backup_code_hashes = backup_code_hashes;
+                self.mfa.last_totp_step = self.mfa.last_totp_step.max(totp_step);
+            }
+            E::MfaDisabled { .. } | E::MfaReset { .. } => {
+                self.mfa = MfaState {
+                    last_totp_step: self.mfa.last_totp_step,
+                    ..MfaState::default()
+                };
+            }
+            E::ApiKeyCreated {
+                key_id, key_hash, ..
+            } => self.api_key = Some(ApiKeyState { key_id, key_hash }),
+            E::ApiKeyRevoked { .. } => self.api_key = None,
+            E::UserDisabled { .. } => self.disabled = true,
+            E::RoleChanged { role, .. } => self.role = role,
+            E::JoinedOrganization {
+                org_id, org_role, ..
+            } => {
+                self.org_id = Some(org_id);
+                self.org_role = Some(org_role);
+            }
+        }
+    }
+}
+
+impl Account {
+    /// A second factor works once: the TOTP step moves on, the backup code goes.
+    fn consume(&mut self, factor: Option<SecondFactor>) {
+        match factor {
+            Some(SecondFactor::Totp { step }) => {
+                self.mfa.last_totp_step = self.mfa.last_totp_step.max(step);
+            }
+            Some(SecondFactor::BackupCode { code_hash }) => {
+                self.mfa
+                    .backup_code_hashes
+                    .retain(|hash| *hash != code_hash);
+            }
+            None => {}
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! Why an account refused a command.
+
+use thiserror::Error;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum AccountError {
+    #[error("account does not exist")]
+    NotRegistered,
+    #[error("account already exists")]
+    AlreadyRegistered,
+    #[error("Account locked for {remaining_seconds} seconds")]
+    Locked { remaining_seconds: i64 },
+    #[error("account is disabled")]
+    Disabled,
+    #[error("a second factor is required")]
+    MfaRequired,
+    #[error("MFA is not enabled")]
+    MfaNotEnabled,
+    #[error("MFA is already enabled")]
+    MfaAlreadyEnabled,
+    #[error("MFA setup has not been started")]
+    MfaSetupNotStarted,
+    #[error("this code was already used")]
+    CodeReplayed,
+    #[error("invalid backup code")]
+    InvalidBackupCode,
+    #[error("session is not active")]
+    SessionNotActive,
+    #[error("no API key exists")]
+    NoApiKey,
+    #[error("email is already verified")]
+    AlreadyVerified,
+    #[error("invalid verification token")]
+    InvalidVerificationToken,
+    #[error("verification token expired")]
+    VerificationExpired,
+    #[error("user already belongs to an organization")]
+    AlreadyInOrganization,
+}

@@ -1,0 +1,225 @@
+//! What happened to an account: the replayable security history of a user.
+
+use chrono::{DateTime, Utc};
+use cqrs_es::DomainEvent;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The platform role carried in access tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    User,
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+/// Why a sign-in attempt failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureReason {
+    /// Wrong password.
+    Password,
+    /// Right password, wrong or replayed second factor.
+    SecondFactor,
+}
+
+/// The second factor a sign-in used, recorded so that it cannot be used again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum SecondFactor {
+    /// A TOTP code that matched time step `step`.
+    Totp { step: u64 },
+    /// A backup code, by its hash.
+    BackupCode { code_hash: String },
+}
+
+/// How a session came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoginMethod {
+    Password,
+    PasswordAndTotp,
+    PasswordAndBackupCode,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevokeReason {
+    Logout,
+    Deleted,
+    OthersRevoked,
+    /// The user reached the session limit; the oldest session made way.
+    Evicted,
+    PasswordChanged,
+    Disabled,
+    AdminRevokeAll,
+    /// A rotated refresh token was presented again: the session may be stolen.
+    RefreshReuse,
+    Inactive,
+}
+
+/// Why an API key stopped working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyRevokeReason {
+    Revoked,
+    Replaced,
+    Disabled,
+    AdminRevokeAll,
+}
+
+/// Where a session was started from, as far as its User-Agent tells.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Device {
+    pub device_type: String,
+    pub browser: String,
+    pub ip: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AccountEvent {
+    Registered {
+        user_id: String,
+        email: String,
+        name: String,
+        password_hash: String,
+        role: Role,
+        email_verified: bool,
+        at: DateTime<Utc>,
+    },
+    VerificationIssued {
+        token_hash: String,
+        expires_at: DateTime<Utc>,
+        at: DateTime<Utc>,
+    },
+    EmailVerified {
+        at: DateTime<Utc>,
+    },
+    LoginFailed {
+        reason: FailureReason,
+        failed_login_count: u32,
+        locked_until: Option<DateTime<Utc>>,
+        at: DateTime<Utc>,
+    },
+    AccountUnlocked {
+        by: String,
+        at: DateTime<Utc>,
+    },
+    LoginSucceeded {
+        session_id: String,
+        method: LoginMethod,
+        second_factor: Option<SecondFactor>,
+        at: DateTime<Utc>,
+    },
+    SessionStarted {
+        session_id: String,
+        device: Device,
+        refresh_expires_at: DateTime<Utc>,
+        at: DateTime<Utc>,
+    },
+    SessionRefreshed {
+        session_id: String,
+        generation: u32,
+        refresh_expires_at: DateTime<Utc>,
+        at: DateTime<Utc>,
+    },
+    SessionRevoked {
+        session_id: String,
+        reason: RevokeReason,
+        at: DateTime<Utc>,
+    },
+    PasswordChanged {
+        password_hash: String,
+        at: DateTime<Utc>,
+    },
+    MfaSetupStarted {
+        /// The TOTP secret as a field-encryption envelope (never plaintext at rest
+        /// when a key is configured).
+        secret: Value,
+        at: DateTime<Utc>,
+    },
+    MfaEnabled {
+        backup_code_hashes: Vec<String>,
+        totp_step: u64,
+        at: DateTime<Utc>,
+    },
+    MfaDisabled {
+        at: DateTime<Utc>,
+    },
+    MfaReset {
+        by: String,
+        at: DateTime<Utc>,
+    },
+    ApiKeyCreated {
+        key_id: String,
+        key_hash: String,
+        at: DateTime<Utc>,
+    },
+    ApiKeyRevoked {
+        key_id: String,
+        reason: KeyRevokeReason,
+        at: DateTime<Utc>,
+    },
+    UserDisabled {
+        by: String,
+        at: DateTime<Utc>,
+    },
+    RoleChanged {
+        role: Role,
+        by: String,
+        at: DateTime<Utc>,
+    },
+    JoinedOrganization {
+        org_id: String,
+        org_role: String,
+        at: DateTime<Utc>,
+    },
+}
+
+impl AccountEvent {
+    /// The event's variant name, as stored in `event_type`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AccountEvent::Registered { .. } => "Registered",
+            AccountEvent::VerificationIssued { .. } => "VerificationIssued",
+            AccountEvent::EmailVerified { .. } => "EmailVerified",
+            AccountEvent::LoginFailed { .. } => "LoginFailed",
+            AccountEvent::AccountUnlocked { .. } => "AccountUnlocked",
+            AccountEvent::LoginSucceeded { .. } => "LoginSucceeded",
+            AccountEvent::SessionStarted { .. } => "SessionStarted",
+            AccountEvent::SessionRefreshed { .. } => "SessionRefreshed",
+            AccountEvent::SessionRevoked { .. } => "SessionRevoked",
+            AccountEvent::PasswordChanged { .. } => "PasswordChanged",
+            AccountEvent::MfaSetupStarted { .. } => "MfaSetupStarted",
+            AccountEvent::MfaEnabled { .. } => "MfaEnabled",
+            AccountEvent::MfaDisabled { .. } => "MfaDisabled",
+            AccountEvent::MfaReset { .. } => "MfaReset",
+            AccountEvent::ApiKeyCreated { .. } => "ApiKeyCreated",
+            AccountEvent::ApiKeyRevoked { .. } => "ApiKeyRevoked",
+            AccountEvent::UserDisabled { .. } => "UserDisabled",
+            AccountEvent::RoleChanged { .. } => "RoleChanged",
+            AccountEvent::JoinedOrganization { .. } => "JoinedOrganization",
+        }
+    }
+}
+
+impl DomainEvent for AccountEvent {
+    fn event_type(&self) -> String {
+        self.name().to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        "1".to_owned()
+    }
+}

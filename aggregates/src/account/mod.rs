@@ -1,0 +1,23 @@
+//! The Account aggregate: registration, verification, sign-in and lockout,
+//! sessions, MFA, API keys, roles and organization membership.
+//!
+//! Every change to a user's security state is one of its events, so the
+//! security history of a user is its stream, and replaying it rebuilds the
+//! state exactly.
+
+mod aggregate;
+mod commands;
+mod error;
+mod events;
+#[cfg(test)]
+mod tests;
+
+pub use aggregate::{
+    Account, ApiKeyState, LOCKOUT_LADDER, MfaState, PendingVerification, SessionState, lock_seconds,
+};
+pub use commands::AccountCommand;
+pub use error::AccountError;
+pub use events::{
+    AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, RevokeReason, Role,
+    SecondFactor,
+};

@@ -1,0 +1,593 @@
+//! Given/when/then tests of the Account aggregate.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use cqrs_es::test::TestFramework;
+use serde_json::json;
+
+use super::*;
+
+type Given = TestFramework<Account>;
+
+fn t(seconds: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(1_800_000_000, 0)
+        .single()
+        .unwrap_or_default()
+        + Duration::seconds(seconds)
+}
+
+fn registered() -> AccountEvent {
+    AccountEvent::Registered {
+        user_id: "u1".to_owned(),
+        email: "ada@example.com".to_owned(),
+        name: "Ada".to_owned(),
+        password_hash: "$argon2id$old".to_owned(),
+        role: Role::User,
+        email_verified: false,
+        at: t(0),
+    }
+}
+
+fn failure(count: u32, at: i64) -> AccountEvent {
+    AccountEvent::LoginFailed {
+        reason: FailureReason::Password,
+        failed_login_count: count,
+        locked_until: lock_seconds(count).map(|s| t(at) + Duration::seconds(s)),
+        at: t(at),
+    }
+}
+
+fn started(id: &str, at: i64) -> AccountEvent {
+    AccountEvent::SessionStarted {
+        session_id: id.to_owned(),
+        device: Device::default(),
+        refresh_expires_at: t(at + 604_800),
+        at: t(at),
+    }
+}
+
+fn login(id: &str, at: i64, second_factor: Option<SecondFactor>) -> AccountCommand {
+    AccountCommand::Login {
+        session_id: id.to_owned(),
+        device: Device::default(),
+        second_factor,
+        max_sessions: 10,
+        refresh_expires_at: t(at + 604_800),
+        at: t(at),
+    }
+}
+
+fn mfa_on() -> Vec<AccountEvent> {
+    vec![
+        AccountEvent::MfaSetupStarted {
+            secret: json!({"_encrypted": true}),
+            at: t(1),
+        },
+        AccountEvent::MfaEnabled {
+            backup_code_hashes: vec!["b1".to_owned(), "b2".to_owned()],
+            totp_step: 100,
+            at: t(2),
+        },
+    ]
+}
+
+fn replay(events: Vec<AccountEvent>) -> Account {
+    let mut account = Account::default();
+    for event in events {
+        cqrs_es::Aggregate::apply(&mut account, event);
+    }
+    account
+}
+
+#[tokio::test]
+async fn registering_twice_is_refused() {
+    Given::with(())
+        .given(vec![registered()])
+        .when_async(AccountCommand::Register {
+            user_id: "u1".to_owned(),
+            email: "ada@example.com".to_owned(),
+            name: "Ada".to_owned(),
+            password_hash: "h".to_owned(),
+            role: Role::User,
+            email_verified: false,
+            at: t(1),
+        })
+        .await
+        .then_expect_error(AccountError::AlreadyRegistered);
+}
+
+#[test]
+fn the_lockout_ladder_follows_the_spec() {
+    assert_eq!(lock_seconds(4), None);
+    assert_eq!(lock_seconds(5), Some(60));
+    assert_eq!(lock_seconds(9), Some(60));
+    assert_eq!(lock_seconds(10), Some(900));
+    assert_eq!(lock_seconds(14), Some(900));
+    assert_eq!(lock_seconds(15), Some(3_600));
+    assert_eq!(lock_seconds(40), Some(3_600));
+}
+
+#[tokio::test]
+async fn the_fifth_failure_locks_for_a_minute() {
+    let given: Vec<_> = std::iter::once(registered())
+        .chain((1..=4).map(|n| failure(n, n.into())))
+        .collect();
+    Given::with(())
+        .given(given)
+        .when_async(AccountCommand::RecordLoginFailure {
+            reason: FailureReason::Password,
+            at: t(10),
+        })
+        .await
+        .then_expect_events(vec![AccountEvent::LoginFailed {
+            reason: FailureReason::Password,
+            failed_login_count: 5,
+            locked_until: Some(t(70)),
+            at: t(10),
+        }]);
+}
+
+#[tokio::test]
+async fn a_locked_account_names_the_remaining_seconds_and_counts_nothing() {
+    let given: Vec<_> = std::iter::once(registered())
+        .chain((1..=5).map(|n| failure(n, 10)))
+        .collect();
+    Given::with(())
+        .given(given.clone())
+        .when_async(login("s1", 25, None))
+        .await
+        .then_expect_error(AccountError::Locked {
+            remaining_seconds: 45,
+        });
+    Given::with(())
+        .given(given)
+        .when_async(AccountCommand::RecordLoginFailure {
+            reason: FailureReason::Password,
+            at: t(69),
+        })
+        .await
+        .then_expect_error_message("Account locked for 1 seconds");
+}
+
+#[tokio::test]
+async fn the_tenth_failure_locks_for_fifteen_minutes_and_the_fifteenth_for_an_hour() {
+    let nine: Vec<_> = std::iter::once(registered())
+        .chain((1..=9).map(|n| failure(n, 0)))
+        .collect();
+    let events = Given::with(())
+        .given(nine)
+        .when_async(AccountCommand::RecordLoginFailure {
+            reason: FailureReason::Password,
+            at: t(100),
+        })
+        .await
+        .inspect_result();
+    assert_eq!(events, Ok(vec![failure(10, 100)]));
+    let fourteen: Vec<_> = std::iter::once(registered())
+        .chain((1..=14).map(|n| failure(n, 0)))
+        .collect();
+    let events = Given::with(())
+        .given(fourteen)
+        .when_async(AccountCommand::RecordLoginFailure {
+            reason: FailureReason::SecondFactor,
+            at: t(1_000),
+        })
+        .await
+        .inspect_result();
+    let Ok(events) = events else {
+        panic!("failure refused")
+    };
+    assert!(matches!(
+        &events[..],
+        [AccountEvent::LoginFailed { failed_login_count: 15, locked_until: Some(until), .. }]
+            if *until == t(4_600)
+    ));
+}
+
+#[tokio::test]
+async fn unlock_clears_the_lock_and_the_count() {
+    let mut given: Vec<_> = std::iter::once(registered())
+        .chain((1..=5).map(|n| failure(n, 0)))
+        .collect();
+    given.push(AccountEvent::AccountUnlocked {
+        by: "admin".to_owned(),
+        at: t(5),
+    });
+    let account = replay(given.clone());
+    assert_eq!(account.failed_login_count, 0);
+    assert_eq!(account.locked_until, None);
+    Given::with(())
+        .given(given)
+        .when_async(AccountCommand::Unlock {
+            by: "admin".to_owned(),
+            at: t(6),
+        })
+        .await
+        .then_expect_events(vec![]);
+}
+
+#[tokio::test]
+async fn a_success_resets_the_failure_count() {
+    let given = vec![registered(), failure(1, 0), failure(2, 1)];
+    let events = Given::with(())
+        .given(given.clone())
+        .when_async(login("s1", 2, None))
+        .await
+        .inspect_result();
+    let Ok(events) = events else {
+        panic!("login refused")
+    };
+    let mut all = given;
+    all.extend(events);
+    let account = replay(all);
+    assert_eq!(account.failed_login_count, 0);
+    assert!(account.sessions.contains_key("s1"));
+}
+
+#[tokio::test]
+async fn the_eleventh_session_evicts_the_oldest() {
+    let given: Vec<_> = std::iter::once(registered())
+        .chain((0..10).map(|n| started(&format!("s{n}"), n + 1)))
+        .collect();
+    Given::with(())
+        .given(given)
+        .when_async(login("new", 100, None))
+        .await
+        .then_expect_events(vec![
+            AccountEvent::LoginSucceeded {
+                session_id: "new".to_owned(),
+                method: LoginMethod::Password,
+                second_factor: None,
+                at: t(100),
+            },
+            AccountEvent::SessionRevoked {
+                session_id: "s0".to_owned(),
+                reason: RevokeReason::Evicted,
+                at: t(100),
+            },
+            started("new", 100),
+        ]);
+}
+
+#[tokio::test]
+async fn refresh_rotates_and_a_reused_token_ends_the_session() {
+    let given = vec![registered(), started("s1", 0)];
+    Given::with(())
+        .given(given.clone())
+        .when_async(AccountCommand::Refresh {
+            session_id: "s1".to_owned(),
+            generation: 0,
+            refresh_expires_at: t(700_000),
+            at: t(10),
+        })
+        .await
+        .then_expect_events(vec![AccountEvent::SessionRefreshed {
+            session_id: "s1".to_owned(),
+            generation: 1,
+            refresh_expires_at: t(700_000),
+            at: t(10),
+        }]);
+    let rotated = AccountEvent::SessionRefreshed {
+        session_id: "s1".to_owned(),
+        generation: 1,
+        refresh_expires_at: t(700_000),
+        at: t(10),
+    };
+    Given::with(())
+        .given(given)
+        .and(vec![rotated])
+        .when_async(AccountCommand::Refresh {
+            session_id: "s1".to_owned(),
+            generation: 0,
+            refresh_expires_at: t(700_000),
+            at: t(20),
+        })
+        .await
+        .then_expect_events(vec![AccountEvent::SessionRevoked {
+            session_id: "s1".to_owned(),
+            reason: RevokeReason::RefreshReuse,
+            at: t(20),
+        }]);
+}
+
+#[tokio::test]
+async fn a_revoked_session_cannot_refresh() {
+    Given::with(())
+        .given(vec![
+            registered(),
+            started("s1", 0),
+            AccountEvent::SessionRevoked {
+                session_id: "s1".to_owned(),
+                reason: RevokeReason::Logout,
+                at: t(1),
+            },
+        ])
+        .when_async(AccountCommand::Refresh {
+            session_id: "s1".to_owned(),
+            generation: 0,
+            refresh_expires_at: t(700_000),
+            at: t(2),
+        })
+        .await
+        .then_expect_error(AccountError::SessionNotActive);
+}
+
+#[tokio::test]
+async fn a_password_change_ends_every_session() {
+    Given::with(())
+        .given(vec![registered(), started("a", 1), started("b", 2)])
+        .when_async(AccountCommand::ChangePassword {
+            password_hash: "new".to_owned(),
+            at: t(3),
+        })
+        .await
+        .then_expect_events(vec![
+            AccountEvent::PasswordChanged {
+                password_hash: "new".to_owned(),
+                at: t(3),
+            },
+            AccountEvent::SessionRevoked {
+                session_id: "a".to_owned(),
+                reason: RevokeReason::PasswordChanged,
+                at: t(3),
+            },
+            AccountEvent::SessionRevoked {
+                session_id: "b".to_owned(),
+                reason: RevokeReason::PasswordChanged,
+                at: t(3),
+            },
+        ]);
+}
+
+#[tokio::test]
+async fn revoking_others_keeps_the_callers_session() {
+    Given::with(())
+        .given(vec![registered(), started("a", 1), started("b", 2)])
+        .when_async(AccountCommand::RevokeOtherSessions {
+            keep: "b".to_owned(),
+            at: t(3),
+        })
+        .await
+        .then_expect_events(vec![AccountEvent::SessionRevoked {
+            session_id: "a".to_owned(),
+            reason: RevokeReason::OthersRevoked,
+            at: t(3),
+        }]);
+}
+
+#[tokio::test]
+async fn with_mfa_on_a_password_alone_does_not_sign_in() {
+    let mut given = vec![registered()];
+    given.extend(mfa_on());
+    Given::with(())
+        .given(given)
+        .when_async(login("s1", 10, None))
+        .await
+        .then_expect_error(AccountError::MfaRequired);
+}
+
+#[tokio::test]
+async fn a_totp_step_is_accepted_once() {
+    let mut given = vec![registered()];
+    given.extend(mfa_on());
+    let first = Given::with(())
+        .given(given.clone())
+        .when_async(login("s1", 10, Some(SecondFactor::Totp { step: 101 })))
+        .await
+        .inspect_result();
+    let Ok(first) = first else {
+        panic!("first code refused")
+    };
+    Given::with(())
+        .given(given.clone())
+        .and(first)
+        .when_async(login("s2", 11, Some(SecondFactor::Totp { step: 101 })))
+        .await
+        .then_expect_error(AccountError::CodeReplayed);
+    // The step that enabled MFA is spent too.
+    Given::with(())
+        .given(given)
+        .when_async(login("s3", 12, Some(SecondFactor::Totp { step: 100 })))
+        .await
+        .then_expect_error(AccountError::CodeReplayed);
+}
+
+#[tokio::test]
+async fn a_backup_code_works_once() {
+    let mut given = vec![registered()];
+    given.extend(mfa_on());
+    let code = || {
+        Some(SecondFactor::BackupCode {
+            code_hash: "b1".to_owned(),
+        })
+    };
+    let first = Given::with(())
+        .given(given.clone())
+        .when_async(login("s1", 10, code()))
+        .await
+        .inspect_result();
+    let Ok(first) = first else {
+        panic!("backup code refused")
+    };
+    let mut all = given.clone();
+    all.extend(first.clone());
+    assert_eq!(replay(all).mfa.backup_code_hashes, vec!["b2".to_owned()]);
+    Given::with(())
+        .given(given)
+        .and(first)
+        .when_async(login("s2", 11, code()))
+        .await
+        .then_expect_error(AccountError::InvalidBackupCode);
+}
+
+#[tokio::test]
+async fn mfa_cannot_be_enabled_without_setup_and_reset_clears_it() {
+    Given::with(())
+        .given(vec![registered()])
+        .when_async(AccountCommand::EnableMfa {
+            totp_step: 5,
+            backup_code_hashes: vec![],
+            at: t(1),
+        })
+        .await
+        .then_expect_error(AccountError::MfaSetupNotStarted);
+    let mut given = vec![registered()];
+    given.extend(mfa_on());
+    given.push(AccountEvent::MfaReset {
+        by: "admin".to_owned(),
+        at: t(3),
+    });
+    let account = replay(given.clone());
+    assert!(!account.mfa.enabled);
+    assert_eq!(account.mfa.secret, None);
+    Given::with(())
+        .given(given)
+        .when_async(login("s1", 10, None))
+        .await
+        .then_expect_events(vec![
+            AccountEvent::LoginSucceeded {
+                session_id: "s1".to_owned(),
+                method: LoginMethod::Password,
+                second_factor: None,
+                at: t(10),
+            },
+            started("s1", 10),
+        ]);
+}
+
+#[tokio::test]
+async fn disabling_ends_sessions_and_the_api_key_and_refuses_sign_in() {
+    let given = vec![
+        registered(),
+        started("a", 1),
+        AccountEvent::ApiKeyCreated {
+            key_id: "k1".to_owned(),
+            key_hash: "h".to_owned(),
+            at: t(2),
+        },
+    ];
+    let events = Given::with(())
+        .given(given.clone())
+        .when_async(AccountCommand::Disable {
+            by: "admin".to_owned(),
+            at: t(3),
+        })
+        .await
+        .inspect_result();
+    let Ok(events) = events else {
+        panic!("disable refused")
+    };
+    assert_eq!(events.len(), 3);
+    let mut all = given;
+    all.extend(events);
+    let account = replay(all.clone());
+    assert!(account.sessions.is_empty());
+    assert_eq!(account.api_key, None);
+    Given::with(())
+        .given(all)
+        .when_async(login("s9", 4, None))
+        .await
+        .then_expect_error(AccountError::Disabled);
+}
+
+#[tokio::test]
+async fn a_new_api_key_replaces_the_old_one() {
+    Given::with(())
+        .given(vec![
+            registered(),
+            AccountEvent::ApiKeyCreated {
+                key_id: "k1".to_owned(),
+                key_hash: "h1".to_owned(),
+                at: t(1),
+            },
+        ])
+        .when_async(AccountCommand::CreateApiKey {
+            key_id: "k2".to_owned(),
+            key_hash: "h2".to_owned(),
+            at: t(2),
+        })
+        .await
+        .then_expect_events(vec![
+            AccountEvent::ApiKeyRevoked {
+                key_id: "k1".to_owned(),
+                reason: KeyRevokeReason::Replaced,
+                at: t(2),
+            },
+            AccountEvent::ApiKeyCreated {
+                key_id: "k2".to_owned(),
+                key_hash: "h2".to_owned(),
+                at: t(2),
+            },
+        ]);
+    Given::with(())
+        .given(vec![registered()])
+        .when_async(AccountCommand::RevokeApiKey { at: t(1) })
+        .await
+        .then_expect_error(AccountError::NoApiKey);
+}
+
+#[tokio::test]
+async fn a_verification_token_works_once_and_expires() {
+    let issued = AccountEvent::VerificationIssued {
+        token_hash: "tok".to_owned(),
+        expires_at: t(100),
+        at: t(0),
+    };
+    let verify = |hash: &str, at| AccountCommand::VerifyEmail {
+        token_hash: hash.to_owned(),
+        at: t(at),
+    };
+    Given::with(())
+        .given(vec![registered(), issued.clone()])
+        .when_async(verify("tok", 50))
+        .await
+        .then_expect_events(vec![AccountEvent::EmailVerified { at: t(50) }]);
+    Given::with(())
+        .given(vec![registered(), issued.clone()])
+        .when_async(verify("tok", 100))
+        .await
+        .then_expect_error(AccountError::VerificationExpired);
+    Given::with(())
+        .given(vec![registered(), issued.clone()])
+        .when_async(verify("other", 50))
+        .await
+        .then_expect_error(AccountError::InvalidVerificationToken);
+    Given::with(())
+        .given(vec![
+            registered(),
+            issued,
+            AccountEvent::EmailVerified { at: t(50) },
+        ])
+        .when_async(verify("tok", 60))
+        .await
+        .then_expect_error(AccountError::AlreadyVerified);
+}
+
+#[test]
+fn the_security_history_replays_to_the_same_state() {
+    let history = vec![
+        registered(),
+        failure(1, 1),
+        AccountEvent::LoginSucceeded {
+            session_id: "s1".to_owned(),
+            method: LoginMethod::Password,
+            second_factor: None,
+            at: t(2),
+        },
+        started("s1", 2),
+        AccountEvent::RoleChanged {
+            role: Role::Admin,
+            by: "system".to_owned(),
+            at: t(3),
+        },
+    ];
+    let stored: Vec<AccountEvent> = history
+        .iter()
+        .map(|e| serde_json::to_value(e).and_then(serde_json::from_value))
+        .collect::<Result<_, _>>()
+        .unwrap_or_default();
+    assert_eq!(replay(stored), replay(history.clone()));
+    let account = replay(history);
+    assert_eq!(account.role, Role::Admin);
+    assert_eq!(account.failed_login_count, 0);
+    assert_eq!(account.sessions.len(), 1);
+}

@@ -1,0 +1,106 @@
+//! One stream per email address, so that two registrations cannot take the
+//! same address: the event store's per-stream sequence decides the race.
+
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Emails compare without case and surrounding space.
+pub fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmailClaim {
+    pub user_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmailClaimCommand {
+    Claim { user_id: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum EmailClaimEvent {
+    EmailClaimed { user_id: String },
+}
+
+impl DomainEvent for EmailClaimEvent {
+    fn event_type(&self) -> String {
+        "EmailClaimed".to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        "1".to_owned()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum EmailClaimError {
+    #[error("email is already registered")]
+    Taken,
+}
+
+impl Aggregate for EmailClaim {
+    const TYPE: &'static str = "email";
+    type Command = EmailClaimCommand;
+    type Event = EmailClaimEvent;
+    type Error = EmailClaimError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: EmailClaimCommand,
+        _services: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), EmailClaimError> {
+        let EmailClaimCommand::Claim { user_id } = command;
+        match &self.user_id {
+            Some(owner) if *owner == user_id => Ok(()),
+            Some(_) => Err(EmailClaimError::Taken),
+            None => {
+                sink.write(EmailClaimEvent::EmailClaimed { user_id }, self)
+                    .await;
+                Ok(())
+            }
+        }
+    }
+
+    fn apply(&mut self, event: EmailClaimEvent) {
+        let EmailClaimEvent::EmailClaimed { user_id } = event;
+        self.user_id = Some(user_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqrs_es::test::TestFramework;
+
+    #[test]
+    fn emails_compare_without_case_or_space() {
+        assert_eq!(normalize_email("  Ada@Example.COM "), "ada@example.com");
+    }
+
+    #[tokio::test]
+    async fn an_address_belongs_to_one_user() {
+        let claimed = EmailClaimEvent::EmailClaimed {
+            user_id: "u1".to_owned(),
+        };
+        TestFramework::<EmailClaim>::with(())
+            .given(vec![claimed.clone()])
+            .when_async(EmailClaimCommand::Claim {
+                user_id: "u2".to_owned(),
+            })
+            .await
+            .then_expect_error(EmailClaimError::Taken);
+        TestFramework::<EmailClaim>::with(())
+            .given(vec![claimed])
+            .when_async(EmailClaimCommand::Claim {
+                user_id: "u1".to_owned(),
+            })
+            .await
+            .then_expect_events(vec![]);
+    }
+}

@@ -1,0 +1,169 @@
+//! Turns a request's credentials into a [`Caller`]: an access token, an API
+//! key, the static API token, or trusted service-to-service headers.
+
+use std::net::IpAddr;
+
+use agon_aggregates::account::{AccountCommand, RevokeReason, Role};
+use agon_projections::{Accounts, Sessions};
+use axum::http::HeaderMap;
+use axum::http::header::AUTHORIZATION;
+
+use super::caller::STATIC_TOKEN_USER;
+use super::{Auth, AuthError, Caller, Credential};
+use crate::crypto::jwt::TokenType;
+use crate::crypto::secrets::{API_KEY_PREFIX, constant_time_eq, parse_api_key, sha256_hex};
+
+/// Longest `X-User-Roles` list honoured.
+const MAX_SERVICE_ROLES: usize = 16;
+
+impl Auth {
+    /// Who sent a request with `headers` from `peer`: `Ok(None)` when it
+    /// carries no credential, an error when its credential is not good.
+    pub async fn identify(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<IpAddr>,
+    ) -> Result<Option<Caller>, AuthError> {
+        if let Some(value) = headers.get(AUTHORIZATION) {
+            let text = value.to_str().map_err(|_| AuthError::InvalidToken)?;
+            let (scheme, token) = text.trim().split_once(' ').ok_or(AuthError::InvalidToken)?;
+            if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+                return Err(AuthError::InvalidToken);
+            }
+            return self.bearer(token.trim()).await.map(Some);
+        }
+        Ok(peer
+            .filter(|ip| self.trusted_networks().iter().any(|net| net.contains(ip)))
+            .and_then(|_| service_caller(headers)))
+    }
+
+    async fn bearer(&self, token: &str) -> Result<Caller, AuthError> {
+        if let Some(expected) = &self.settings().api_token
+            && constant_time_eq(expected.expose().as_bytes(), token.as_bytes())
+        {
+            return Ok(Caller {
+                user_id: STATIC_TOKEN_USER.to_owned(),
+                email: None,
+                role: Role::Admin,
+                org_id: None,
+                org_role: None,
+                service_roles: Vec::new(),
+                credential: Credential::StaticToken,
+            });
+        }
+        if token.starts_with(API_KEY_PREFIX) {
+            return self.api_key(token).await;
+        }
+        self.access_token(token).await
+    }
+
+    async fn api_key(&self, token: &str) -> Result<Caller, AuthError> {
+        let parts = parse_api_key(token).ok_or(AuthError::InvalidToken)?;
+        let account = self
+            .docs()
+            .by_lookup::<Accounts>(&parts.key_id)
+            .await?
+            .ok_or(AuthError::InvalidToken)?;
+        let key = account.api_key.as_ref().ok_or(AuthError::InvalidToken)?;
+        let presented = sha256_hex(&parts.secret);
+        if account.disabled || !constant_time_eq(presented.as_bytes(), key.key_hash.as_bytes()) {
+            return Err(AuthError::InvalidToken);
+        }
+        Ok(Caller {
+            credential: Credential::ApiKey {
+                key_id: parts.key_id,
+            },
+            user_id: account.user_id,
+            email: Some(account.email),
+            role: account.role,
+            org_id: account.org_id,
+            org_role: account.org_role,
+            service_roles: Vec::new(),
+        })
+    }
+
+    async fn access_token(&self, token: &str) -> Result<Caller, AuthError> {
+        let claims = self.check_token(token, TokenType::Access)?;
+        let session_id = claims.jti.clone();
+        // A missing document means the projection has not caught up with a
+        // sign-in that just happened: the signature already vouches for it.
+        if let Some(session) = self.docs().get::<Sessions>(&session_id).await? {
+            if session.revoked_at.is_some() || session.user_id != claims.sub {
+                return Err(AuthError::InvalidToken);
+            }
+        }
+        self.check_activity(&claims.sub, &session_id).await?;
+        Ok(Caller {
+            user_id: claims.sub,
+            email: claims.email,
+            role: match claims.role.as_deref() {
+                Some("admin") => Role::Admin,
+                _ => Role::User,
+            },
+            org_id: claims.org_id,
+            org_role: claims.org_role,
+            service_roles: Vec::new(),
+            credential: Credential::Session { session_id },
+        })
+    }
+
+    /// Ends a session unused for longer than the inactivity timeout, else
+    /// records this use.
+    pub async fn check_activity(&self, user_id: &str, session_id: &str) -> Result<(), AuthError> {
+        let now = self.clock().unix();
+        let timeout =
+            i64::try_from(self.settings().inactivity_timeout.as_secs()).unwrap_or(i64::MAX);
+        if let Some(last) = self.last_activity(session_id).await?
+            && now.saturating_sub(last) > timeout
+        {
+            let end = AccountCommand::EndSession {
+                session_id: session_id.to_owned(),
+                reason: RevokeReason::Inactive,
+                at: self.clock().now(),
+            };
+            // Another request may have ended it first; either way it is over.
+            if let Ok((_, events)) = self.command(user_id, end, "system").await {
+                self.await_revocations(&events).await?;
+            }
+            return Err(AuthError::TokenExpired);
+        }
+        self.touch(session_id, now).await
+    }
+}
+
+/// The caller described by `X-User-ID`, `X-Org-ID` and `X-User-Roles`.
+fn service_caller(headers: &HeaderMap) -> Option<Caller> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty() && v.len() <= 256)
+    };
+    let user_id = header("x-user-id")?.to_owned();
+    let service_roles: Vec<String> = header("x-user-roles")
+        .unwrap_or_default()
+        .split(',')
+        .map(|role| role.trim().to_ascii_lowercase())
+        .filter(|role| !role.is_empty())
+        .take(MAX_SERVICE_ROLES)
+        .collect();
+    let role = if service_roles.iter().any(|r| r == "admin") {
+        Role::Admin
+    } else {
+        Role::User
+    };
+    Some(Caller {
+        user_id,
+        email: None,
+        role,
+        org_id: header("x-org-id").map(str::to_owned),
+        org_role: None,
+        service_roles: if service_roles.is_empty() {
+            vec!["user".to_owned()]
+        } else {
+            service_roles
+        },
+        credential: Credential::ServiceHeaders,
+    })
+}

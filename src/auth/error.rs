@@ -1,0 +1,137 @@
+//! Why an account or sign-in operation failed, before HTTP gives it a status.
+
+use agon_aggregates::account::AccountError;
+use agon_aggregates::email_claim::EmailClaimError;
+use agon_aggregates::organization::OrganizationError;
+use thiserror::Error;
+
+use crate::crypto::jwt::TokenError;
+use crate::store::{CommandError, StoreError};
+
+#[derive(Debug, Error)]
+pub enum AuthError {
+    /// Wrong email or password; the same words for both (§5.2 rule 10).
+    #[error("Invalid email or password")]
+    InvalidCredentials,
+    #[error("Account locked for {remaining_seconds} seconds")]
+    Locked { remaining_seconds: i64 },
+    #[error("Account is disabled")]
+    Disabled,
+    #[error("Token expired")]
+    TokenExpired,
+    #[error("Invalid token")]
+    InvalidToken,
+    #[error("Invalid authentication code")]
+    InvalidCode,
+    /// The request is well-formed but breaks a rule of its fields.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{resource_type} not found")]
+    NotFound {
+        resource_type: &'static str,
+        resource_id: String,
+    },
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for AuthError {
+    fn from(e: StoreError) -> Self {
+        AuthError::Internal(e.to_string())
+    }
+}
+
+impl From<TokenError> for AuthError {
+    fn from(e: TokenError) -> Self {
+        match e {
+            TokenError::Expired => AuthError::TokenExpired,
+            TokenError::Invalid => AuthError::InvalidToken,
+        }
+    }
+}
+
+impl From<CommandError<AccountError>> for AuthError {
+    fn from(e: CommandError<AccountError>) -> Self {
+        match e {
+            CommandError::Rejected(e) => e.into(),
+            CommandError::Store(e) => AuthError::Internal(e),
+        }
+    }
+}
+
+impl From<AccountError> for AuthError {
+    fn from(e: AccountError) -> Self {
+        use AccountError as A;
+        match e {
+            A::Locked { remaining_seconds } => AuthError::Locked { remaining_seconds },
+            A::Disabled => AuthError::Disabled,
+            A::CodeReplayed | A::InvalidBackupCode | A::MfaRequired => AuthError::InvalidCode,
+            A::SessionNotActive => AuthError::InvalidToken,
+            A::NotRegistered => AuthError::NotFound {
+                resource_type: "user",
+                resource_id: String::new(),
+            },
+            A::InvalidVerificationToken | A::VerificationExpired => {
+                AuthError::Invalid(e.to_string())
+            }
+            A::AlreadyRegistered
+            | A::MfaNotEnabled
+            | A::MfaAlreadyEnabled
+            | A::MfaSetupNotStarted
+            | A::NoApiKey
+            | A::AlreadyVerified
+            | A::AlreadyInOrganization => AuthError::Conflict(capitalized(&e.to_string())),
+        }
+    }
+}
+
+impl From<CommandError<OrganizationError>> for AuthError {
+    fn from(e: CommandError<OrganizationError>) -> Self {
+        use OrganizationError as O;
+        match e {
+            CommandError::Store(e) => AuthError::Internal(e),
+            CommandError::Rejected(e) => match e {
+                O::NotAllowed => AuthError::Forbidden(capitalized(&e.to_string())),
+                O::InvalidName | O::InvalidRole => AuthError::Invalid(capitalized(&e.to_string())),
+                O::NotFound | O::InviteNotFound => AuthError::NotFound {
+                    resource_type: if e == O::NotFound {
+                        "organization"
+                    } else {
+                        "invitation"
+                    },
+                    resource_id: String::new(),
+                },
+                O::InviteExpired | O::InviteUsed | O::InviteEmailMismatch => {
+                    AuthError::Invalid(capitalized(&e.to_string()))
+                }
+                O::AlreadyExists | O::AlreadyMember => {
+                    AuthError::Conflict(capitalized(&e.to_string()))
+                }
+            },
+        }
+    }
+}
+
+impl From<CommandError<EmailClaimError>> for AuthError {
+    fn from(e: CommandError<EmailClaimError>) -> Self {
+        match e {
+            CommandError::Rejected(EmailClaimError::Taken) => {
+                AuthError::Conflict("Email is already registered".to_owned())
+            }
+            CommandError::Store(e) => AuthError::Internal(e),
+        }
+    }
+}
+
+/// Domain messages are lower-case sentences; API messages start upper-case.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}

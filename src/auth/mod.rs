@@ -1,0 +1,231 @@
+//! Accounts and sign-in: the application service between the HTTP handlers
+//! and the Account, Organization and EmailClaim aggregates.
+//!
+//! Hashing, token signing, clocks and mail happen here; the aggregates only
+//! decide. Reads that must be current (sign-in, refresh) load the aggregate
+//! from the log; lists and per-request checks read the projections, and
+//! commands that revoke something wait until the projection shows it, so
+//! that every replica refuses the token once the response is out.
+
+pub mod activity;
+pub mod admin;
+pub mod authenticate;
+pub mod caller;
+pub mod device;
+pub mod error;
+pub mod login;
+pub mod mfa;
+pub mod rbac;
+pub mod signup;
+pub mod tokens;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agon_aggregates::CommandMeta;
+use agon_aggregates::account::{Account, AccountCommand, AccountEvent};
+use agon_aggregates::email_claim::{EmailClaim, normalize_email};
+use agon_projections::Sessions;
+use agon_projections::accounts::AccountView;
+use ipnet::IpNet;
+
+pub use caller::{AccountHolder, Caller, Credential};
+pub use error::AuthError;
+
+use crate::clock::Clock;
+use crate::config::{AuthSettings, Settings};
+use crate::crypto::fields::FieldCipher;
+use crate::crypto::jwt::JwtKeys;
+use crate::crypto::password::PasswordHasher;
+use crate::crypto::signing::{KeyError, key_file};
+use crate::mail::{MailError, Mailer};
+use crate::projection::Documents;
+use crate::store::EventLog;
+
+/// The key file used for field encryption when `SERVICE_ENCRYPTION_KEY` is unset.
+const FIELD_KEY_FILE: &str = "field-encryption.key";
+/// How long a command waits for its revocation to reach the read model.
+const READ_MODEL_WAIT: Duration = Duration::from_secs(5);
+
+/// Why the accounts service could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthSetupError {
+    #[error("field encryption key: {0}")]
+    Key(#[from] KeyError),
+    #[error("field encryption key file is not a valid key: {0}")]
+    KeyFile(String),
+    #[error("mail: {0}")]
+    Mail(#[from] MailError),
+    #[error("cannot draw a random JWT secret")]
+    Random,
+}
+
+/// The accounts service; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Auth {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    settings: AuthSettings,
+    trusted_networks: Vec<IpNet>,
+    keys: JwtKeys,
+    hasher: PasswordHasher,
+    cipher: FieldCipher,
+    mailer: Mailer,
+    log: EventLog,
+    docs: Documents,
+    clock: Clock,
+}
+
+impl Auth {
+    pub fn new(settings: &Settings, log: EventLog, clock: Clock) -> Result<Self, AuthSetupError> {
+        let auth = &settings.auth;
+        let secret = match &auth.jwt_secret {
+            Some(secret) => secret.expose().as_bytes().to_vec(),
+            None => {
+                tracing::warn!(
+                    "SERVICE_JWT_SECRET is not set: tokens are signed with a random secret that \
+                     changes at every start, so every restart signs everyone out and replicas \
+                     cannot check each other's tokens. Set it (32+ characters) for real use."
+                );
+                let mut secret = vec![0u8; 48];
+                getrandom::fill(&mut secret).map_err(|_| AuthSetupError::Random)?;
+                secret
+            }
+        };
+        let cipher = match &auth.encryption {
+            Some(cipher) => cipher.clone(),
+            None => {
+                let path = settings.data_dir.join(FIELD_KEY_FILE);
+                let key = key_file(&path)?;
+                tracing::warn!(
+                    path = %path.display(),
+                    "SERVICE_ENCRYPTION_KEY is not set: MFA secrets are encrypted with a key kept \
+                     in the data directory; set SERVICE_ENCRYPTION_KEY when running several replicas"
+                );
+                FieldCipher::parse(&key).map_err(|e| AuthSetupError::KeyFile(e.to_string()))?
+            }
+        };
+        let mailer = match &auth.smtp_url {
+            Some(url) => Mailer::smtp(url.expose(), &auth.mail_from)?,
+            None => Mailer::outbox(settings.data_dir.join("outbox")),
+        };
+        tracing::info!(mail = %mailer.describe(), "mail delivery");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                settings: auth.clone(),
+                trusted_networks: settings.rate_limits.trusted_proxies.clone(),
+                keys: JwtKeys::new(&secret, auth.jwt_algorithm),
+                hasher: PasswordHasher::new(),
+                cipher,
+                mailer,
+                docs: Documents::new(log.clone()),
+                log,
+                clock,
+            }),
+        })
+    }
+
+    pub fn settings(&self) -> &AuthSettings {
+        &self.inner.settings
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    pub fn docs(&self) -> &Documents {
+        &self.inner.docs
+    }
+
+    /// The account `user_id` as the log has it now (default state if none).
+    pub async fn account(&self, user_id: &str) -> Result<Account, AuthError> {
+        Ok(self.inner.log.load::<Account>(user_id).await?)
+    }
+
+    /// The account registered under `email`, if any.
+    pub async fn account_by_email(&self, email: &str) -> Result<Option<Account>, AuthError> {
+        let claim = self
+            .inner
+            .log
+            .load::<EmailClaim>(&normalize_email(email))
+            .await?;
+        let Some(user_id) = claim.user_id else {
+            return Ok(None);
+        };
+        let account = self.account(&user_id).await?;
+        Ok(account.exists().then_some(account))
+    }
+
+    /// The public view of `user_id`, waiting briefly for a fresh account.
+    pub async fn view(&self, user_id: &str) -> Result<AccountView, AuthError> {
+        let docs = &self.inner.docs;
+        if let Some(view) = docs.get::<agon_projections::Accounts>(user_id).await? {
+            return Ok(view);
+        }
+        docs.wait_for::<agon_projections::Accounts>(user_id, READ_MODEL_WAIT, |_| true)
+            .await?;
+        docs.get::<agon_projections::Accounts>(user_id)
+            .await?
+            .ok_or_else(|| AuthError::NotFound {
+                resource_type: "user",
+                resource_id: user_id.to_owned(),
+            })
+    }
+
+    /// Runs `command` on account `user_id` on behalf of `actor`.
+    pub async fn command(
+        &self,
+        user_id: &str,
+        command: AccountCommand,
+        actor: &str,
+    ) -> Result<(Account, Vec<AccountEvent>), AuthError> {
+        let done = self
+            .inner
+            .log
+            .execute::<Account>(user_id, command, CommandMeta::by(actor))
+            .await?;
+        Ok((done.state, done.events))
+    }
+
+    /// Waits until every session `events` revoked shows as revoked.
+    pub async fn await_revocations(&self, events: &[AccountEvent]) -> Result<(), AuthError> {
+        let last = events.iter().rev().find_map(|event| match event {
+            AccountEvent::SessionRevoked { session_id, .. } => Some(session_id.as_str()),
+            _ => None,
+        });
+        if let Some(session_id) = last {
+            self.inner
+                .docs
+                .wait_for::<Sessions>(session_id, READ_MODEL_WAIT, |s| s.revoked_at.is_some())
+                .await?;
+        }
+        Ok(())
+    }
+
+    fn log(&self) -> &EventLog {
+        &self.inner.log
+    }
+
+    fn cipher(&self) -> &FieldCipher {
+        &self.inner.cipher
+    }
+
+    fn keys(&self) -> &JwtKeys {
+        &self.inner.keys
+    }
+
+    fn hasher(&self) -> &PasswordHasher {
+        &self.inner.hasher
+    }
+
+    fn mailer(&self) -> &Mailer {
+        &self.inner.mailer
+    }
+
+    fn trusted_networks(&self) -> &[IpNet] {
+        &self.inner.trusted_networks
+    }
+}

@@ -1,0 +1,348 @@
+//! Register, sign in, refresh, sign out, the caller's profile, sessions,
+//! password and API key.
+
+use agon_aggregates::account::RevokeReason;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::routes;
+
+use super::{ClientDevice, Done, UserProfile};
+use crate::app::App;
+use crate::auth::admin::NewApiKey;
+use crate::auth::login::{LoginOutcome, NewAccount};
+use crate::auth::tokens::TokenPair;
+use crate::auth::{AccountHolder, Caller};
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, ApiPath};
+use crate::http::ratelimit::{AuthPath, PathLimit};
+use crate::http::routes::{RouteSpec, Routes};
+
+pub fn routes() -> Routes {
+    let login_limit = PathLimit::Auth(AuthPath::Login);
+    Routes::new()
+        .add(
+            routes!(register),
+            RouteSpec::new()
+                .public()
+                .limit(PathLimit::Auth(AuthPath::Register)),
+        )
+        .add(routes!(login), RouteSpec::new().public().limit(login_limit))
+        .add(
+            routes!(login_second_factor),
+            RouteSpec::new().public().limit(login_limit),
+        )
+        .add(routes!(refresh), RouteSpec::new().public())
+        .add(routes!(logout), RouteSpec::new())
+        .add(routes!(me), RouteSpec::new().v2_at("/api/v2/users/me"))
+        .add(routes!(list_sessions, end_other_sessions), RouteSpec::new())
+        .add(routes!(end_session), RouteSpec::new())
+        .add(routes!(change_password), RouteSpec::new())
+        .add(routes!(create_api_key, revoke_api_key), RouteSpec::new())
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterBody {
+    /// A valid address; compared without case.
+    pub email: String,
+    /// 8 to 128 characters, case-sensitive.
+    pub password: String,
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Registered {
+    pub success: bool,
+    pub user: UserProfile,
+}
+
+/// Creates an account (role `user`, or `admin` for `SERVICE_ADMIN_EMAILS`).
+#[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = RegisterBody,
+    responses((status = 201, body = Registered), (status = 409, description = "Email already registered")))]
+async fn register(
+    State(app): State<App>,
+    ApiJson(body): ApiJson<RegisterBody>,
+) -> Result<(StatusCode, Json<Registered>), ApiError> {
+    let new = NewAccount {
+        email: &body.email,
+        password: &body.password,
+        name: &body.name,
+    };
+    let account = app.auth.register(new, false).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Registered {
+            success: true,
+            user: UserProfile::of(&account),
+        }),
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoginBody {
+    pub email: String,
+    pub password: String,
+}
+
+/// Tokens and the user they belong to.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SignedIn {
+    #[serde(flatten)]
+    pub tokens: TokenPair,
+    pub user: UserProfile,
+}
+
+/// The password was right; a second factor must follow.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SecondFactorRequired {
+    pub mfa_required: bool,
+    /// Pass it with a code to `POST /api/auth/mfa/verify` within 5 minutes.
+    pub mfa_token: String,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LoginResponse {
+    Signed(SignedIn),
+    SecondFactor(SecondFactorRequired),
+}
+
+impl From<LoginOutcome> for LoginResponse {
+    fn from(outcome: LoginOutcome) -> Self {
+        match outcome {
+            LoginOutcome::Signed { tokens, account } => LoginResponse::Signed(SignedIn {
+                tokens,
+                user: UserProfile::of(&account),
+            }),
+            LoginOutcome::SecondFactorRequired { mfa_token } => {
+                LoginResponse::SecondFactor(SecondFactorRequired {
+                    mfa_required: true,
+                    mfa_token,
+                    message: "A second factor is required".to_owned(),
+                })
+            }
+        }
+    }
+}
+
+/// Signs in with email and password. Wrong email and wrong password get the
+/// same answer; repeated failures lock the account (423).
+#[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginBody,
+    responses((status = 200, body = LoginResponse),
+        (status = 401, description = "Invalid email or password"),
+        (status = 403, description = "Account disabled"),
+        (status = 423, description = "Account locked for X seconds")))]
+async fn login(
+    State(app): State<App>,
+    ClientDevice(device): ClientDevice,
+    ApiJson(body): ApiJson<LoginBody>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let outcome = app.auth.login(&body.email, &body.password, device).await?;
+    Ok(Json(outcome.into()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecondFactorBody {
+    pub mfa_token: String,
+    /// A 6-digit TOTP code or a backup code.
+    pub code: String,
+}
+
+/// Completes a sign-in with a TOTP or backup code.
+#[utoipa::path(post, path = "/api/auth/mfa/verify", tag = "auth", request_body = SecondFactorBody,
+    responses((status = 200, body = LoginResponse),
+        (status = 401, description = "Invalid token or code"),
+        (status = 423, description = "Account locked for X seconds")))]
+async fn login_second_factor(
+    State(app): State<App>,
+    ClientDevice(device): ClientDevice,
+    ApiJson(body): ApiJson<SecondFactorBody>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let outcome = app
+        .auth
+        .login_second_factor(&body.mfa_token, &body.code, device)
+        .await?;
+    Ok(Json(outcome.into()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefreshBody {
+    pub refresh_token: String,
+}
+
+/// Exchanges a refresh token for a new pair. Each refresh token works once;
+/// presenting a used one again revokes its session.
+#[utoipa::path(post, path = "/api/auth/refresh", tag = "auth", request_body = RefreshBody,
+    responses((status = 200, body = TokenPair), (status = 401, description = "Token expired or invalid")))]
+async fn refresh(
+    State(app): State<App>,
+    ApiJson(body): ApiJson<RefreshBody>,
+) -> Result<Json<TokenPair>, ApiError> {
+    Ok(Json(app.auth.refresh(&body.refresh_token).await?))
+}
+
+/// Ends the session of the presented access token.
+#[utoipa::path(post, path = "/api/auth/logout", tag = "auth",
+    responses((status = 200, body = Done)))]
+async fn logout(State(app): State<App>, caller: Caller) -> Result<Json<Done>, ApiError> {
+    let session_id = caller
+        .session_id()
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "Logout needs an access token; revoke API keys with DELETE /api/auth/api-key",
+            )
+        })?
+        .to_owned();
+    app.auth
+        .end_session(&caller, &session_id, RevokeReason::Logout)
+        .await?;
+    Ok(Json(Done::new("Logged out")))
+}
+
+/// The caller's profile.
+#[utoipa::path(get, path = "/api/auth/me", tag = "auth",
+    responses((status = 200, body = UserProfile)))]
+async fn me(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+) -> Result<Json<UserProfile>, ApiError> {
+    Ok(Json(app.auth.view(&caller.user_id).await?.into()))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub device_type: String,
+    pub browser: String,
+    pub ip_address: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub last_activity: Option<DateTime<Utc>>,
+    /// Whether this is the session of the request.
+    pub current: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionInfo>,
+    pub total: usize,
+}
+
+/// The caller's open sessions, newest first.
+#[utoipa::path(get, path = "/api/auth/sessions", tag = "auth",
+    responses((status = 200, body = SessionList)))]
+async fn list_sessions(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+) -> Result<Json<SessionList>, ApiError> {
+    let sessions: Vec<SessionInfo> = app
+        .auth
+        .sessions(&caller.user_id)
+        .await?
+        .into_iter()
+        .map(|(session, last)| SessionInfo {
+            current: caller.session_id() == Some(session.session_id.as_str()),
+            session_id: session.session_id,
+            device_type: session.device.device_type,
+            browser: session.device.browser,
+            ip_address: session.device.ip,
+            created_at: session.created_at,
+            last_activity: last.and_then(|t| DateTime::from_timestamp(t, 0)),
+        })
+        .collect();
+    Ok(Json(SessionList {
+        total: sessions.len(),
+        sessions,
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Revoked {
+    pub success: bool,
+    pub revoked: usize,
+}
+
+/// Ends every session of the caller except the current one.
+#[utoipa::path(delete, path = "/api/auth/sessions", tag = "auth",
+    responses((status = 200, body = Revoked)))]
+async fn end_other_sessions(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+) -> Result<Json<Revoked>, ApiError> {
+    let revoked = app.auth.end_other_sessions(&caller).await?;
+    Ok(Json(Revoked {
+        success: true,
+        revoked,
+    }))
+}
+
+/// Ends one of the caller's sessions.
+#[utoipa::path(delete, path = "/api/auth/sessions/{session_id}", tag = "auth",
+    params(("session_id" = String, Path, description = "A session id (a token's jti)")),
+    responses((status = 200, body = Done), (status = 404, description = "No such session of the caller")))]
+async fn end_session(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+    ApiPath(session_id): ApiPath<String>,
+) -> Result<Json<Done>, ApiError> {
+    app.auth
+        .end_session(&caller, &session_id, RevokeReason::Deleted)
+        .await?;
+    Ok(Json(Done::new("Session revoked")))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordBody {
+    pub current_password: String,
+    /// 8 to 128 characters.
+    pub new_password: String,
+}
+
+/// Changes the caller's password; every session ends, this one too.
+#[utoipa::path(post, path = "/api/auth/password", tag = "auth", request_body = PasswordBody,
+    responses((status = 200, body = Revoked), (status = 403, description = "Current password is incorrect")))]
+async fn change_password(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+    ApiJson(body): ApiJson<PasswordBody>,
+) -> Result<Json<Revoked>, ApiError> {
+    let revoked = app
+        .auth
+        .change_password(&caller, &body.current_password, &body.new_password)
+        .await?;
+    Ok(Json(Revoked {
+        success: true,
+        revoked,
+    }))
+}
+
+/// Creates an API key for the caller (replacing any earlier one). The key
+/// is shown once; it works as a bearer credential.
+#[utoipa::path(post, path = "/api/auth/api-key", tag = "auth",
+    responses((status = 201, body = NewApiKey)))]
+async fn create_api_key(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+) -> Result<(StatusCode, Json<NewApiKey>), ApiError> {
+    let key = app.auth.create_api_key(&caller.user_id).await?;
+    Ok((StatusCode::CREATED, Json(key)))
+}
+
+/// Revokes the caller's API key.
+#[utoipa::path(delete, path = "/api/auth/api-key", tag = "auth",
+    responses((status = 200, body = Done), (status = 409, description = "No API key exists")))]
+async fn revoke_api_key(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+) -> Result<Json<Done>, ApiError> {
+    app.auth.revoke_api_key(&caller.user_id).await?;
+    Ok(Json(Done::new("API key revoked")))
+}

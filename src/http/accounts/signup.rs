@@ -1,0 +1,208 @@
+//! Sign-up with email verification, organizations and invitations (the
+//! `/api/v1/auth/...` rows of §4.1).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::routes;
+
+use super::{Done, UserProfile};
+use crate::app::App;
+use crate::auth::login::NewAccount;
+use crate::auth::signup::{InviteCheck, Membership, SentInvite};
+use crate::auth::{AccountHolder, Caller};
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, ApiQuery};
+use crate::http::ratelimit::{AuthPath, PathLimit};
+use crate::http::routes::{RouteSpec, Routes};
+
+pub fn routes() -> Routes {
+    Routes::new()
+        .add(
+            routes!(signup),
+            RouteSpec::new()
+                .public()
+                .limit(PathLimit::Auth(AuthPath::Register)),
+        )
+        .add(
+            routes!(verify_email, verify_email_link),
+            RouteSpec::new().public(),
+        )
+        .add(routes!(resend_verification), RouteSpec::new())
+        .add(routes!(setup_organization), RouteSpec::new())
+        .add(routes!(invite), RouteSpec::new())
+        .add(routes!(accept_invite), RouteSpec::new().public())
+        .add(routes!(check_invite), RouteSpec::new().public())
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignupBody {
+    pub email: String,
+    /// 8 to 128 characters, case-sensitive.
+    pub password: String,
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SignedUp {
+    pub success: bool,
+    pub user: UserProfile,
+    /// Whether the verification mail went out (SMTP, or the outbox folder).
+    pub verification_sent: bool,
+}
+
+/// Creates an account and mails an email-verification link (valid 24 hours).
+#[utoipa::path(post, path = "/api/v1/auth/signup", tag = "auth", request_body = SignupBody,
+    responses((status = 201, body = SignedUp), (status = 409, description = "Email already registered")))]
+async fn signup(
+    State(app): State<App>,
+    ApiJson(body): ApiJson<SignupBody>,
+) -> Result<(StatusCode, Json<SignedUp>), ApiError> {
+    let new = NewAccount {
+        email: &body.email,
+        password: &body.password,
+        name: &body.name,
+    };
+    let (account, verification_sent) = app.auth.signup(new).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(SignedUp {
+            success: true,
+            user: UserProfile::of(&account),
+            verification_sent,
+        }),
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TokenBody {
+    /// The token from the mail.
+    pub token: String,
+}
+
+/// Verifies an email address with the token from the mail (single use).
+#[utoipa::path(post, path = "/api/v1/auth/verify-email", tag = "auth", request_body = TokenBody,
+    responses((status = 200, body = Done), (status = 422, description = "Invalid or expired token")))]
+async fn verify_email(
+    State(app): State<App>,
+    ApiJson(body): ApiJson<TokenBody>,
+) -> Result<Json<Done>, ApiError> {
+    app.auth.verify_email(&body.token).await?;
+    Ok(Json(Done::new("Email verified")))
+}
+
+/// The same as the POST, for the link in the mail.
+#[utoipa::path(get, path = "/api/v1/auth/verify-email", tag = "auth", params(TokenBody),
+    responses((status = 200, body = Done), (status = 422, description = "Invalid or expired token")))]
+async fn verify_email_link(
+    State(app): State<App>,
+    ApiQuery(query): ApiQuery<TokenBody>,
+) -> Result<Json<Done>, ApiError> {
+    app.auth.verify_email(&query.token).await?;
+    Ok(Json(Done::new("Email verified")))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MailSent {
+    pub success: bool,
+    pub sent: bool,
+}
+
+/// Mails the caller a new verification link; earlier links stop working.
+#[utoipa::path(post, path = "/api/v1/auth/resend-verification", tag = "auth",
+    responses((status = 200, body = MailSent), (status = 409, description = "Already verified")))]
+async fn resend_verification(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+) -> Result<Json<MailSent>, ApiError> {
+    let sent = app.auth.resend_verification(&caller.user_id).await?;
+    Ok(Json(MailSent {
+        success: true,
+        sent,
+    }))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OrganizationBody {
+    /// 1 to 100 characters.
+    pub org_name: String,
+}
+
+/// Creates an organization owned by the caller.
+#[utoipa::path(post, path = "/api/v1/auth/setup-organization", tag = "auth", request_body = OrganizationBody,
+    responses((status = 201, body = Membership), (status = 409, description = "Already in an organization")))]
+async fn setup_organization(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+    ApiJson(body): ApiJson<OrganizationBody>,
+) -> Result<(StatusCode, Json<Membership>), ApiError> {
+    let membership = app
+        .auth
+        .setup_organization(&caller.user_id, &body.org_name)
+        .await?;
+    Ok((StatusCode::CREATED, Json(membership)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InviteBody {
+    pub email: String,
+    /// `admin`, `member` or `viewer`.
+    pub role: String,
+}
+
+/// Invites someone into the caller's organization (owner or admin only);
+/// the invitation mail works once, for 7 days.
+#[utoipa::path(post, path = "/api/v1/auth/invite", tag = "auth", request_body = InviteBody,
+    responses((status = 201, body = SentInvite), (status = 403, description = "Not an owner or admin of the organization")))]
+async fn invite(
+    State(app): State<App>,
+    AccountHolder(caller): AccountHolder,
+    ApiJson(body): ApiJson<InviteBody>,
+) -> Result<(StatusCode, Json<SentInvite>), ApiError> {
+    let sent = app.auth.invite(&caller, &body.email, &body.role).await?;
+    Ok((StatusCode::CREATED, Json(sent)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptInviteBody {
+    pub token: String,
+    /// With `password`: create the invited account (when not signed in).
+    pub name: Option<String>,
+    pub password: Option<String>,
+}
+
+/// Accepts an invitation: signed in as the invited address, or creating
+/// the invited account with `name` and `password`.
+#[utoipa::path(post, path = "/api/v1/auth/accept-invite", tag = "auth", request_body = AcceptInviteBody,
+    responses((status = 200, body = Membership), (status = 404, description = "No such invitation"),
+        (status = 422, description = "Expired, used or addressed to someone else")))]
+async fn accept_invite(
+    State(app): State<App>,
+    caller: Option<Caller>,
+    ApiJson(body): ApiJson<AcceptInviteBody>,
+) -> Result<Json<Membership>, ApiError> {
+    let new_account = body.name.as_deref().zip(body.password.as_deref());
+    let membership = app
+        .auth
+        .accept_invite(&body.token, caller.as_ref(), new_account)
+        .await?;
+    Ok(Json(membership))
+}
+
+/// Whether an invitation token is valid, and what it offers.
+#[utoipa::path(get, path = "/api/v1/auth/check-invite", tag = "auth", params(TokenBody),
+    responses((status = 200, body = InviteCheck)))]
+async fn check_invite(
+    State(app): State<App>,
+    ApiQuery(query): ApiQuery<TokenBody>,
+) -> Result<Json<InviteCheck>, ApiError> {
+    Ok(Json(app.auth.check_invite(&query.token).await?))
+}

@@ -1,0 +1,211 @@
+//! Runs document projections (one JSON document per key) and reads their
+//! documents.
+//!
+//! Per batch, in one transaction: for each event, the stream guard first
+//! (it also serializes two replicas handling the same event: the second one
+//! waits on the guard row and then skips), then the touched document is
+//! loaded, folded and written back.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use agon_projections::{Cursor, DocumentProjection, EventRecord};
+use async_trait::async_trait;
+
+use super::checkpoint_name;
+use crate::bus::Consumer;
+use crate::store::db::with_pool;
+use crate::store::{EventLog, StoreError};
+
+const GUARD_SQL: &str = "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (projection, aggregate_type, aggregate_id) \
+     DO UPDATE SET last_sequence = excluded.last_sequence \
+     WHERE projection_guards.last_sequence < excluded.last_sequence";
+
+const UPSERT_SQL: &str = "INSERT INTO documents (projection, doc_key, owner, lookup, doc) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (projection, doc_key) \
+     DO UPDATE SET owner = excluded.owner, lookup = excluded.lookup, doc = excluded.doc";
+
+/// A document projection hooked to the store as a bus consumer.
+pub struct DocumentRunner<P: DocumentProjection> {
+    log: EventLog,
+    _projection: PhantomData<P>,
+}
+
+impl<P: DocumentProjection> DocumentRunner<P> {
+    pub fn new(log: EventLog) -> Self {
+        Self {
+            log,
+            _projection: PhantomData,
+        }
+    }
+}
+
+#[async_trait]
+impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
+    fn name(&self) -> &str {
+        P::NAME
+    }
+
+    async fn checkpoint(&self) -> Result<Cursor, StoreError> {
+        self.log.load_checkpoint(&checkpoint_name(P::NAME)).await
+    }
+
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError> {
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        with_pool!(self.log.db().writer(), pool => {
+            let mut tx = pool.begin().await?;
+            // Documents touched by this batch, as they stand after it.
+            let mut touched: HashMap<String, Option<P::Doc>> = HashMap::new();
+            for event in batch {
+                let Some(key) = P::key(event) else { continue };
+                let fresh = sqlx::query(GUARD_SQL)
+                    .bind(P::NAME)
+                    .bind(&event.aggregate_type)
+                    .bind(&event.aggregate_id)
+                    .bind(event.sequence)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if fresh != 1 {
+                    continue;
+                }
+                let current = match touched.remove(&key) {
+                    Some(doc) => doc,
+                    None => {
+                        let text: Option<String> = sqlx::query_scalar(
+                            "SELECT doc FROM documents WHERE projection = $1 AND doc_key = $2",
+                        )
+                        .bind(P::NAME)
+                        .bind(&key)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                        text.map(|t| serde_json::from_str(&t)).transpose()?
+                    }
+                };
+                touched.insert(key, P::apply(current, event));
+            }
+            for (key, doc) in &touched {
+                match doc {
+                    Some(doc) => {
+                        sqlx::query(UPSERT_SQL)
+                            .bind(P::NAME)
+                            .bind(key)
+                            .bind(P::owner(doc))
+                            .bind(P::lookup(doc))
+                            .bind(serde_json::to_string(doc)?)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                    None => {
+                        sqlx::query("DELETE FROM documents WHERE projection = $1 AND doc_key = $2")
+                            .bind(P::NAME)
+                            .bind(key)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                }
+            }
+            sqlx::query(crate::store::CHECKPOINT_UPSERT)
+                .bind(checkpoint_name(P::NAME))
+                .bind(last.cursor.txid)
+                .bind(last.cursor.position)
+                .bind(crate::store::now())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+}
+
+/// Reads the documents of projection `P`.
+#[derive(Debug, Clone)]
+pub struct Documents {
+    log: EventLog,
+}
+
+impl Documents {
+    pub fn new(log: EventLog) -> Self {
+        Self { log }
+    }
+
+    /// The document `key`, if it exists.
+    pub async fn get<P: DocumentProjection>(
+        &self,
+        key: &str,
+    ) -> Result<Option<P::Doc>, StoreError> {
+        self.one::<P>("doc_key", key).await
+    }
+
+    /// The document found by its second key.
+    pub async fn by_lookup<P: DocumentProjection>(
+        &self,
+        lookup: &str,
+    ) -> Result<Option<P::Doc>, StoreError> {
+        self.one::<P>("lookup", lookup).await
+    }
+
+    async fn one<P: DocumentProjection>(
+        &self,
+        column: &'static str,
+        value: &str,
+    ) -> Result<Option<P::Doc>, StoreError> {
+        let sql = format!("SELECT doc FROM documents WHERE projection = $1 AND {column} = $2");
+        let text: Option<String> = with_pool!(self.log.db().reader(), pool => {
+            sqlx::query_scalar(&sql).bind(P::NAME).bind(value).fetch_optional(pool).await?
+        });
+        Ok(text.map(|t| serde_json::from_str(&t)).transpose()?)
+    }
+
+    /// Every document `owner` has in `P`.
+    pub async fn owned_by<P: DocumentProjection>(
+        &self,
+        owner: &str,
+    ) -> Result<Vec<P::Doc>, StoreError> {
+        let texts: Vec<String> = with_pool!(self.log.db().reader(), pool => {
+            sqlx::query_scalar(
+                "SELECT doc FROM documents WHERE projection = $1 AND owner = $2 ORDER BY doc_key",
+            )
+            .bind(P::NAME)
+            .bind(owner)
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(texts
+            .iter()
+            .map(|t| serde_json::from_str(t))
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Waits until document `key` satisfies `done`, so that a command's
+    /// effect is visible to every replica before its response goes out.
+    /// Gives up after `limit` (the command stands; readers catch up later).
+    pub async fn wait_for<P: DocumentProjection>(
+        &self,
+        key: &str,
+        limit: Duration,
+        done: impl Fn(&P::Doc) -> bool,
+    ) -> Result<bool, StoreError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut delay = Duration::from_millis(2);
+        loop {
+            if self.get::<P>(key).await?.is_some_and(|doc| done(&doc)) {
+                return Ok(true);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    projection = P::NAME,
+                    key,
+                    "read model did not catch up in time"
+                );
+                return Ok(false);
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(50));
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! Runs a command against an aggregate: load, decide, commit, and retry on a
+//! concurrent write, so that callers get the events (and the new state) back.
+
+use agon_aggregates::CommandMeta;
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::persist::PersistedEventStore;
+use cqrs_es::{Aggregate, AggregateContext, AggregateError, EventStore};
+use thiserror::Error;
+
+use super::EventLog;
+
+/// How often a command is re-decided after losing a race for its stream.
+const CONFLICT_RETRIES: usize = 5;
+
+/// Why a command did not commit.
+#[derive(Debug, Error)]
+pub enum CommandError<E: std::error::Error> {
+    /// The aggregate refused the command.
+    #[error(transparent)]
+    Rejected(E),
+    /// The store failed, or the stream stayed contended after every retry.
+    #[error("event store: {0}")]
+    Store(String),
+}
+
+/// The outcome of a committed command.
+#[derive(Debug)]
+pub struct Executed<A: Aggregate> {
+    /// The aggregate's state after the command.
+    pub state: A,
+    /// The events the command recorded (none when there was nothing to do).
+    pub events: Vec<A::Event>,
+}
+
+impl EventLog {
+    /// The current state of aggregate `id` (the default state when it has no events).
+    pub async fn load<A: Aggregate>(&self, id: &str) -> Result<A, CommandError<A::Error>> {
+        let store = PersistedEventStore::<_, A>::new_event_store(self.clone());
+        let mut context = store.load_aggregate(id).await.map_err(store_error)?;
+        Ok(std::mem::take(context.aggregate()))
+    }
+
+    /// Decides `command` on the current state of `id` and commits its events.
+    pub async fn execute<A>(
+        &self,
+        id: &str,
+        command: A::Command,
+        meta: CommandMeta,
+    ) -> Result<Executed<A>, CommandError<A::Error>>
+    where
+        A: Aggregate<Services = ()>,
+        A::Command: Clone,
+    {
+        let store = PersistedEventStore::<_, A>::new_event_store(self.clone());
+        let mut attempt = 0;
+        loop {
+            let mut context = store.load_aggregate(id).await.map_err(store_error)?;
+            let sink = EventSink::default();
+            context
+                .aggregate()
+                .handle(command.clone(), &(), &sink)
+                .await
+                .map_err(CommandError::Rejected)?;
+            let state = std::mem::take(context.aggregate());
+            let events = sink.collect().await;
+            if events.is_empty() {
+                return Ok(Executed { state, events });
+            }
+            match store
+                .commit(events.clone(), context, meta.clone().into_map())
+                .await
+            {
+                Ok(_) => return Ok(Executed { state, events }),
+                Err(AggregateError::AggregateConflict) if attempt < CONFLICT_RETRIES => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(store_error(e)),
+            }
+        }
+    }
+}
+
+fn store_error<E: std::error::Error>(error: AggregateError<E>) -> CommandError<E> {
+    match error {
+        AggregateError::UserError(e) => CommandError::Rejected(e),
+        other => CommandError::Store(other.to_string()),
+    }
+}
