@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 
-use reqwest::Client;
 use serde_json::Value;
 
 use crate::serve::spawn_with;

@@ -7,6 +7,8 @@
 
 mod support;
 
+mod auth;
+mod authz;
 mod cli;
 mod docs;
 mod feed;
@@ -15,5 +17,6 @@ mod platform;
 mod ratelimit;
 mod schemas;
 mod serve;
+mod signup;
 mod store;
 mod tamper;

@@ -52,7 +52,7 @@ async fn the_global_limit_refuses_with_headers_and_the_rate_limit_form() {
         ("SERVICE_BURST_MULTIPLIER", "1"),
     ])
     .await;
-    let c = crate::support::client();
+    let c = Client::new(); // anonymous: counted per address
     let mut remaining = Vec::new();
     // Unknown routes count too: the limit spans every endpoint.
     for path in [
@@ -136,7 +136,7 @@ async fn health_has_its_own_endpoint_limit() {
         ("SERVICE_BURST_MULTIPLIER", "1"),
     ])
     .await;
-    let c = crate::support::client();
+    let c = Client::new(); // anonymous: counted per address
     for _ in 0..120 {
         let (r, _) = send(&c, Method::GET, &format!("{base}/api/health"), &[], None).await;
         assert_eq!(r.status, 200);

@@ -42,12 +42,28 @@ pub async fn spawn_app(kind: Kind) -> Spawned {
 /// Builds the app with `vars` as its environment (beside its data directory
 /// and database), without starting it.
 pub async fn build_app(kind: Kind, vars: &[(&str, &str)]) -> (App, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
     let database_url = match kind {
         Kind::Sqlite => None,
         Kind::Postgres => Some(crate::support::fresh_postgres_database().await),
     };
-    let data_dir = dir.path().to_str().unwrap().to_owned();
+    build_app_on(database_url, vars).await
+}
+
+/// Builds the app on `database_url` (SQLite in a new data directory when
+/// `None`), so that several replicas can share one PostgreSQL database.
+pub async fn build_app_on(
+    database_url: Option<String>,
+    vars: &[(&str, &str)],
+) -> (App, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    // A given SERVICE_DATA_DIR restarts on an earlier app's embedded store.
+    let data_dir = vars
+        .iter()
+        .find(|(k, _)| *k == "SERVICE_DATA_DIR")
+        .map_or_else(
+            || dir.path().to_str().unwrap().to_owned(),
+            |(_, v)| (*v).to_owned(),
+        );
     let vars: Vec<(String, String)> = vars
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -67,6 +83,11 @@ pub async fn build_app(kind: Kind, vars: &[(&str, &str)]) -> (App, tempfile::Tem
 /// The whole service on a random port, with `vars` as its environment.
 pub async fn spawn_with(kind: Kind, vars: &[(&str, &str)]) -> Spawned {
     let (app, dir) = build_app(kind, vars).await;
+    serve_app(app, dir).await
+}
+
+/// Runs a built app on a random port.
+pub async fn serve_app(app: App, dir: tempfile::TempDir) -> Spawned {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let stop = CancellationToken::new();

@@ -30,10 +30,10 @@ pub fn routes() -> Routes {
     };
     Routes::new()
         .add(routes!(lockout_status), admin())
-        .add(routes!(unlock), admin())
-        .add(routes!(reset_mfa), admin())
-        .add(routes!(disable), legacy_admin())
-        .add(routes!(revoke_all), legacy_admin())
+        .add(routes!(unlock_user), admin())
+        .add(routes!(reset_user_mfa), admin())
+        .add(routes!(disable_user), legacy_admin())
+        .add(routes!(revoke_user_tokens), legacy_admin())
 }
 
 /// A user's lock: `locked_until`, remaining seconds, failed login count.
@@ -51,7 +51,7 @@ async fn lockout_status(
 #[utoipa::path(post, path = "/api/v2/admin/users/{user_id}/unlock", tag = "admin",
     params(("user_id" = String, Path)),
     responses((status = 200, body = LockoutStatus)))]
-async fn unlock(
+async fn unlock_user(
     State(app): State<App>,
     caller: Caller,
     ApiPath(user_id): ApiPath<String>,
@@ -63,7 +63,7 @@ async fn unlock(
 #[utoipa::path(delete, path = "/api/v2/admin/users/{user_id}/mfa", tag = "admin",
     params(("user_id" = String, Path)),
     responses((status = 200, body = Done), (status = 409, description = "MFA is not enabled")))]
-async fn reset_mfa(
+async fn reset_user_mfa(
     State(app): State<App>,
     caller: Caller,
     ApiPath(user_id): ApiPath<String>,
@@ -84,7 +84,7 @@ pub struct AccountAction {
 #[utoipa::path(post, path = "/admin/users/{id}/disable", tag = "admin",
     params(("id" = String, Path)),
     responses((status = 200, body = AccountAction)))]
-async fn disable(
+async fn disable_user(
     State(app): State<App>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
@@ -101,7 +101,7 @@ async fn disable(
 #[utoipa::path(post, path = "/admin/users/{id}/revoke-all", tag = "admin",
     params(("id" = String, Path)),
     responses((status = 200, body = AccountAction)))]
-async fn revoke_all(
+async fn revoke_user_tokens(
     State(app): State<App>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,

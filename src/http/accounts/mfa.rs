@@ -16,9 +16,9 @@ use crate::http::routes::{RouteSpec, Routes};
 
 pub fn routes() -> Routes {
     Routes::new()
-        .add(routes!(setup), RouteSpec::new())
-        .add(routes!(enable), RouteSpec::new())
-        .add(routes!(disable), RouteSpec::new())
+        .add(routes!(mfa_setup), RouteSpec::new())
+        .add(routes!(mfa_enable), RouteSpec::new())
+        .add(routes!(mfa_disable), RouteSpec::new())
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -31,7 +31,7 @@ pub struct CodeBody {
 /// Starts MFA setup: returns a new TOTP secret and its otpauth URI.
 #[utoipa::path(post, path = "/api/auth/mfa/setup", tag = "auth",
     responses((status = 200, body = MfaSetup), (status = 409, description = "MFA already enabled")))]
-async fn setup(
+async fn mfa_setup(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<MfaSetup>, ApiError> {
@@ -48,7 +48,7 @@ pub struct MfaEnabled {
 /// Turns MFA on after checking a first code from the authenticator.
 #[utoipa::path(post, path = "/api/auth/mfa/enable", tag = "auth", request_body = CodeBody,
     responses((status = 200, body = MfaEnabled), (status = 401, description = "Invalid code")))]
-async fn enable(
+async fn mfa_enable(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<CodeBody>,
@@ -63,7 +63,7 @@ async fn enable(
 /// Turns MFA off; needs a current TOTP code or a backup code.
 #[utoipa::path(post, path = "/api/auth/mfa/disable", tag = "auth", request_body = CodeBody,
     responses((status = 200, body = Done), (status = 401, description = "Invalid code")))]
-async fn disable(
+async fn mfa_disable(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<CodeBody>,

@@ -1,6 +1,7 @@
 //! Shared helpers: fresh databases per test, a small aggregate, a recording
 //! consumer, and process helpers for the real binary and nats-server.
 
+pub mod accounts;
 pub mod smtp;
 pub mod tally;
 
