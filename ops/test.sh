@@ -8,6 +8,7 @@
 # started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$(pwd)
 
 log() { printf '==> %s\n' "$*"; }
 
@@ -17,11 +18,11 @@ pg_bin() {
   [ -n "$dir" ] && [ -x "$dir/initdb" ] && echo "$dir"
 }
 
-if [ -z "$(pg_bin)" ] || ! command -v nats-server >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then
-  log "installing postgresql, nats-server and redis-server"
+if [ -z "$(pg_bin)" ] || ! command -v nats-server >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  log "installing postgresql, nats-server, redis-server and curl"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq postgresql nats-server redis-server >/dev/null
+  apt-get install -y -qq postgresql nats-server redis-server curl >/dev/null
 fi
 if ! python3 -c 'import schemathesis, openapi_spec_validator' >/dev/null 2>&1; then
   log "installing schemathesis and openapi-spec-validator"
@@ -94,14 +95,19 @@ log "schemathesis against the served OpenAPI document"
 API_PORT=$(free_port)
 mkdir -p "$WORK/st"
 # A limit high enough that the fuzzer measures the API, not the limiter.
+ST_TOKEN="schemathesis-static-token-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 SERVICE_DATA_DIR="$WORK/st" SERVICE_IP_RATE_LIMIT=1000000 SERVICE_LOG_LEVEL=ERROR \
+  SERVICE_RATE_LIMIT_DEFAULT=1000000 SERVICE_RATE_LIMIT_AUTH=1000000 SERVICE_API_TOKEN="$ST_TOKEN" \
   target/debug/agon serve --api-port "$API_PORT" --ws-port "$(free_port)" --host 127.0.0.1 \
   >"$WORK/agon.log" 2>&1 &
 AGON_PID=$!
 wait_port "$API_PORT"
 FUZZ_OK=1
-(cd "$WORK" && "$SCHEMATHESIS" run "http://127.0.0.1:$API_PORT/api/openapi.json" \
-  --max-examples 25 --seed 1 --no-color) 2>&1 | tail -n 25 || FUZZ_OK=0
+# The document and every call carry the static token (role admin); the
+# fuzzer's own checks still send calls without it to see them refused.
+curl -sf -H "Authorization: Bearer $ST_TOKEN" "http://127.0.0.1:$API_PORT/api/openapi.json" >"$WORK/openapi.json" || FUZZ_OK=0
+(cd "$WORK" && "$SCHEMATHESIS" --config-file "$ROOT/ops/schemathesis.toml" run "$WORK/openapi.json" --url "http://127.0.0.1:$API_PORT" \
+  -H "Authorization: Bearer $ST_TOKEN" --max-examples 25 --seed 1 --no-color) 2>&1 | tail -n 25 || FUZZ_OK=0
 [ "$FUZZ_OK" = 1 ] || log "schemathesis found failures (see above)"
 # One closing line for the whole run (cargo prints one per test binary).
 SUMMARY_OK=1

@@ -75,9 +75,11 @@ impl From<AccountError> for AuthError {
                 resource_type: "user",
                 resource_id: String::new(),
             },
-            A::InvalidVerificationToken | A::VerificationExpired => {
-                AuthError::Invalid(e.to_string())
-            }
+            A::InvalidVerificationToken => AuthError::NotFound {
+                resource_type: "verification token",
+                resource_id: String::new(),
+            },
+            A::VerificationExpired => AuthError::Conflict(capitalized(&e.to_string())),
             A::AlreadyRegistered
             | A::MfaNotEnabled
             | A::MfaAlreadyEnabled
@@ -105,9 +107,10 @@ impl From<CommandError<OrganizationError>> for AuthError {
                     },
                     resource_id: String::new(),
                 },
-                O::InviteExpired | O::InviteUsed | O::InviteEmailMismatch => {
-                    AuthError::Invalid(capitalized(&e.to_string()))
+                O::InviteExpired | O::InviteUsed => {
+                    AuthError::Conflict(capitalized(&e.to_string()))
                 }
+                O::InviteEmailMismatch => AuthError::Forbidden(capitalized(&e.to_string())),
                 O::AlreadyExists | O::AlreadyMember => {
                     AuthError::Conflict(capitalized(&e.to_string()))
                 }

@@ -361,14 +361,15 @@ pub(super) fn backup_code_hash(user_id: &str, code: &str) -> String {
     sha256_hex(&format!("{user_id}:{code}"))
 }
 
-/// A plausible address: one `@`, something on both sides, a dot in the domain.
+/// A plausible address: a local part, one last `@`, a domain; no spaces.
+/// (Deliverability is what the verification mail is for.)
 pub(super) fn check_email(email: &str) -> Result<(), AuthError> {
     let valid = email.chars().count() <= MAX_EMAIL_CHARS
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
-        && email.split_once('@').is_some_and(|(local, domain)| {
+        && email.rsplit_once('@').is_some_and(|(local, domain)| {
             !local.is_empty()
+                && !domain.is_empty()
                 && !domain.contains('@')
-                && domain.contains('.')
                 && !domain.starts_with('.')
                 && !domain.ends_with('.')
         });

@@ -95,7 +95,10 @@ impl Auth {
 
     /// Marks the token's account verified.
     pub async fn verify_email(&self, token: &str) -> Result<Account, AuthError> {
-        let invalid = || AuthError::Invalid("Invalid verification token".to_owned());
+        let invalid = || AuthError::NotFound {
+            resource_type: "verification token",
+            resource_id: String::new(),
+        };
         let (user_id, secret) = token.trim().split_once('.').ok_or_else(invalid)?;
         let account = self.account(user_id).await?;
         if !account.exists() {

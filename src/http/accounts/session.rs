@@ -48,9 +48,12 @@ pub fn routes() -> Routes {
 #[serde(deny_unknown_fields)]
 pub struct RegisterBody {
     /// A valid address; compared without case.
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
     /// 8 to 128 characters, case-sensitive.
+    #[schema(min_length = 8, max_length = 128)]
     pub password: String,
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub name: String,
 }
 
@@ -196,8 +199,9 @@ async fn logout(State(app): State<App>, caller: Caller) -> Result<Json<Done>, Ap
     let session_id = caller
         .session_id()
         .ok_or_else(|| {
-            ApiError::bad_request(
-                "Logout needs an access token; revoke API keys with DELETE /api/auth/api-key",
+            ApiError::Forbidden(
+                "Logout needs an access token; revoke API keys with DELETE /api/auth/api-key"
+                    .to_owned(),
             )
         })?
         .to_owned();
@@ -303,6 +307,7 @@ async fn end_session(
 pub struct PasswordBody {
     pub current_password: String,
     /// 8 to 128 characters.
+    #[schema(min_length = 8, max_length = 128)]
     pub new_password: String,
 }
 

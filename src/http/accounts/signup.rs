@@ -40,9 +40,12 @@ pub fn routes() -> Routes {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignupBody {
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
     /// 8 to 128 characters, case-sensitive.
+    #[schema(min_length = 8, max_length = 128)]
     pub password: String,
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub name: String,
 }
 
@@ -87,7 +90,8 @@ pub struct TokenBody {
 
 /// Verifies an email address with the token from the mail (single use).
 #[utoipa::path(post, path = "/api/v1/auth/verify-email", tag = "auth", request_body = TokenBody,
-    responses((status = 200, body = Done), (status = 422, description = "Invalid or expired token")))]
+    responses((status = 200, body = Done), (status = 404, description = "Unknown token"),
+        (status = 409, description = "Token expired, or the email is already verified")))]
 async fn verify_email(
     State(app): State<App>,
     ApiJson(body): ApiJson<TokenBody>,
@@ -98,7 +102,8 @@ async fn verify_email(
 
 /// The same as the POST, for the link in the mail.
 #[utoipa::path(get, path = "/api/v1/auth/verify-email", tag = "auth", params(TokenBody),
-    responses((status = 200, body = Done), (status = 422, description = "Invalid or expired token")))]
+    responses((status = 200, body = Done), (status = 404, description = "Unknown token"),
+        (status = 409, description = "Token expired, or the email is already verified")))]
 async fn verify_email_link(
     State(app): State<App>,
     ApiQuery(query): ApiQuery<TokenBody>,
@@ -131,6 +136,7 @@ async fn resend_verification(
 #[serde(deny_unknown_fields)]
 pub struct OrganizationBody {
     /// 1 to 100 characters.
+    #[schema(min_length = 1, max_length = 100, pattern = "\\S")]
     pub org_name: String,
 }
 
@@ -152,6 +158,7 @@ async fn setup_organization(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InviteBody {
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
     /// `admin`, `member` or `viewer`.
     pub role: String,
@@ -183,7 +190,8 @@ pub struct AcceptInviteBody {
 /// the invited account with `name` and `password`.
 #[utoipa::path(post, path = "/api/v1/auth/accept-invite", tag = "auth", request_body = AcceptInviteBody,
     responses((status = 200, body = Membership), (status = 404, description = "No such invitation"),
-        (status = 422, description = "Expired, used or addressed to someone else")))]
+        (status = 403, description = "The invitation is addressed to someone else"),
+        (status = 409, description = "Expired or used; or the invited address already has an account; or the user already has an organization")))]
 async fn accept_invite(
     State(app): State<App>,
     caller: Option<Caller>,

@@ -29,6 +29,20 @@ pub fn routes() -> Routes {
     )
 }
 
+/// The form fields of a token request.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)] // documents the form; the handler reads it as a map
+pub struct TokenForm {
+    /// `password` or `refresh_token`.
+    #[schema(pattern = "^(password|refresh_token)$")]
+    grant_type: String,
+    /// The email, for `password`.
+    username: Option<String>,
+    password: Option<String>,
+    /// For `refresh_token`.
+    refresh_token: Option<String>,
+}
+
 /// A successful token response (RFC 6749 §5.1).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct OAuthToken {
@@ -87,7 +101,7 @@ fn no_store(mut response: Response) -> Response {
 /// `grant_type=refresh_token` (`refresh_token`). Accounts with MFA sign in
 /// through `POST /api/auth/login` instead.
 #[utoipa::path(post, path = "/api/v2/auth/token", tag = "auth",
-    request_body(content = HashMap<String, String>, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, body = OAuthToken), (status = 400, body = OAuthError)))]
 async fn token(
     State(app): State<App>,

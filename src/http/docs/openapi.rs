@@ -126,8 +126,9 @@ fn mounted_item(mut item: Value, mount: &Mount) -> Value {
         let mut statuses = vec!["400", "405", "429", "500"];
         match mount.access {
             Access::Public => {}
-            Access::Authenticated => statuses.push("401"),
-            Access::Permission(_) => statuses.extend(["401", "403"]),
+            // 403 also for a credential of the wrong kind (the static token
+            // on a route that needs a user account) or a disabled account.
+            Access::Authenticated | Access::Permission(_) => statuses.extend(["401", "403"]),
         }
         if has_path_params {
             statuses.push("404");
