@@ -283,3 +283,160 @@ impl DocumentProjection for Organizations {
         Some(doc.owner_id.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Cursor;
+    use chrono::TimeZone;
+    use serde_json::{Value, json};
+
+    fn at() -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000, 0)
+            .single()
+            .unwrap_or_default()
+    }
+
+    fn record(aggregate_type: &str, id: &str, sequence: i64, payload: Value) -> EventRecord {
+        EventRecord {
+            cursor: Cursor::START,
+            event_id: format!("{id}-{sequence}"),
+            aggregate_type: aggregate_type.to_owned(),
+            aggregate_id: id.to_owned(),
+            sequence,
+            event_type: String::new(),
+            event_version: "1".to_owned(),
+            payload,
+            metadata: json!({}),
+            hash: String::new(),
+        }
+    }
+
+    fn account(id: &str, sequence: i64, event: AccountEvent) -> EventRecord {
+        record(
+            ACCOUNT_AGGREGATE,
+            id,
+            sequence,
+            serde_json::to_value(event).unwrap_or_default(),
+        )
+    }
+
+    fn registered() -> AccountEvent {
+        AccountEvent::Registered {
+            user_id: "u1".to_owned(),
+            email: "a@example.com".to_owned(),
+            name: "A".to_owned(),
+            password_hash: "h".to_owned(),
+            role: Role::User,
+            email_verified: false,
+            at: at(),
+        }
+    }
+
+    fn fold<P: DocumentProjection>(events: &[EventRecord]) -> Option<P::Doc> {
+        events.iter().fold(None, |doc, e| P::apply(doc, e))
+    }
+
+    #[test]
+    fn an_account_document_follows_lockout_keys_and_disable() {
+        let events = [
+            account("u1", 1, registered()),
+            account(
+                "u1",
+                2,
+                AccountEvent::LoginFailed {
+                    reason: agon_aggregates::account::FailureReason::Password,
+                    failed_login_count: 5,
+                    locked_until: Some(at()),
+                    at: at(),
+                },
+            ),
+            account(
+                "u1",
+                3,
+                AccountEvent::ApiKeyCreated {
+                    key_id: "k1".to_owned(),
+                    key_hash: "kh".to_owned(),
+                    at: at(),
+                },
+            ),
+        ];
+        let view = fold::<Accounts>(&events).unwrap_or_else(|| panic!("no document"));
+        assert_eq!(view.failed_login_count, 5);
+        assert_eq!(view.locked_until, Some(at()));
+        assert_eq!(Accounts::lookup(&view).as_deref(), Some("k1"));
+        let disabled = Accounts::apply(
+            Some(view),
+            &account(
+                "u1",
+                4,
+                AccountEvent::UserDisabled {
+                    by: "admin".to_owned(),
+                    at: at(),
+                },
+            ),
+        )
+        .unwrap_or_else(|| panic!("document lost"));
+        assert!(disabled.disabled);
+        assert_eq!(Accounts::key(&record("debate", "d", 1, json!({}))), None);
+    }
+
+    #[test]
+    fn a_session_document_records_its_revocation() {
+        let started = account(
+            "u1",
+            2,
+            AccountEvent::SessionStarted {
+                session_id: "s1".to_owned(),
+                device: Device::default(),
+                refresh_expires_at: at(),
+                at: at(),
+            },
+        );
+        assert_eq!(Sessions::key(&started).as_deref(), Some("s1"));
+        let revoked = account(
+            "u1",
+            3,
+            AccountEvent::SessionRevoked {
+                session_id: "s1".to_owned(),
+                reason: RevokeReason::Logout,
+                at: at(),
+            },
+        );
+        let view = fold::<Sessions>(&[started, revoked]).unwrap_or_else(|| panic!("no session"));
+        assert_eq!(view.user_id, "u1");
+        assert_eq!(view.revoked_reason, Some(RevokeReason::Logout));
+        assert_eq!(Sessions::key(&account("u1", 1, registered())), None);
+    }
+
+    #[test]
+    fn an_organization_counts_its_members() {
+        let created = OrganizationEvent::OrganizationCreated {
+            org_id: "o1".to_owned(),
+            name: "Acme".to_owned(),
+            owner_id: "u1".to_owned(),
+            at: at(),
+        };
+        let accepted = OrganizationEvent::InviteAccepted {
+            invite_id: "i1".to_owned(),
+            user_id: "u2".to_owned(),
+            role: agon_aggregates::organization::OrgRole::Member,
+            at: at(),
+        };
+        let events: Vec<_> = [created, accepted]
+            .into_iter()
+            .enumerate()
+            .map(|(n, e)| {
+                let sequence = i64::try_from(n).unwrap_or_default() + 1;
+                record(
+                    ORGANIZATION_AGGREGATE,
+                    "o1",
+                    sequence,
+                    serde_json::to_value(e).unwrap_or_default(),
+                )
+            })
+            .collect();
+        let view = fold::<Organizations>(&events).unwrap_or_else(|| panic!("no organization"));
+        assert_eq!((view.name.as_str(), view.members), ("Acme", 2));
+    }
+}

@@ -87,10 +87,10 @@ impl Auth {
         let session_id = claims.jti.clone();
         // A missing document means the projection has not caught up with a
         // sign-in that just happened: the signature already vouches for it.
-        if let Some(session) = self.docs().get::<Sessions>(&session_id).await? {
-            if session.revoked_at.is_some() || session.user_id != claims.sub {
-                return Err(AuthError::InvalidToken);
-            }
+        if let Some(session) = self.docs().get::<Sessions>(&session_id).await?
+            && (session.revoked_at.is_some() || session.user_id != claims.sub)
+        {
+            return Err(AuthError::InvalidToken);
         }
         self.check_activity(&claims.sub, &session_id).await?;
         Ok(Caller {

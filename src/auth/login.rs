@@ -26,8 +26,13 @@ const MAX_NAME_CHARS: usize = 200;
 /// What a sign-in produced: tokens, or the demand for a second factor.
 #[derive(Debug)]
 pub enum LoginOutcome {
-    Signed { tokens: TokenPair, account: Account },
-    SecondFactorRequired { mfa_token: String },
+    Signed {
+        tokens: TokenPair,
+        account: Box<Account>,
+    },
+    SecondFactorRequired {
+        mfa_token: String,
+    },
 }
 
 /// The validated fields of a registration.
@@ -237,7 +242,10 @@ impl Auth {
         // An evicted session must stop working before the new one is handed out.
         self.await_revocations(&events).await?;
         let tokens = self.issue_pair(&account, &session_id, 0)?;
-        Ok(LoginOutcome::Signed { tokens, account })
+        Ok(LoginOutcome::Signed {
+            tokens,
+            account: Box::new(account),
+        })
     }
 
     /// Exchanges a refresh token for a new pair; a reused one ends its session.
@@ -311,7 +319,7 @@ impl Auth {
             .into_iter()
             .filter(|s| s.revoked_at.is_none())
             .collect();
-        open.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        open.sort_by_key(|s| std::cmp::Reverse(s.created_at));
         let mut listed = Vec::with_capacity(open.len());
         for session in open {
             let last = self.last_activity(&session.session_id).await?;

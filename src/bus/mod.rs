@@ -51,7 +51,8 @@ pub trait Consumer: Send + Sync + 'static {
 #[derive(Debug, Clone)]
 pub enum Bus {
     Local(LocalBus),
-    Nats(NatsBus),
+    /// Boxed: the JetStream context is large and buses are cloned often.
+    Nats(Box<NatsBus>),
 }
 
 impl Bus {

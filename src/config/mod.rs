@@ -268,7 +268,66 @@ mod tests {
 
     #[test]
     fn secrets_do_not_print() {
-        let s = settings(&[("DATABASE_URL", "postgres://u:hunter2@h/db")]).unwrap();
-        assert!(!format!("{s:?}").contains("hunter2"));
+        let s = settings(&[
+            ("DATABASE_URL", "postgres://u:hunter2@h/db"),
+            ("SERVICE_API_TOKEN", "static-hunter3-token"),
+            ("SERVICE_SMTP_URL", "smtp://u:hunter4@mail:25"),
+        ])
+        .unwrap();
+        let printed = format!("{s:?}");
+        for secret in ["hunter2", "hunter3", "hunter4"] {
+            assert!(!printed.contains(secret), "{secret} printed");
+        }
+    }
+
+    #[test]
+    fn token_settings_follow_the_spec_defaults() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.auth.access_ttl, Duration::from_secs(3_600));
+        assert_eq!(s.auth.refresh_ttl, Duration::from_secs(7 * 86_400));
+        assert_eq!(s.auth.max_sessions, 10);
+        assert_eq!(s.auth.inactivity_timeout, Duration::from_secs(86_400));
+        assert_eq!(s.auth.jwt_algorithm.as_str(), "HS256");
+        let s = settings(&[("SERVICE_REFRESH_TOKEN_EXPIRY_DAYS", "30")]).unwrap();
+        assert_eq!(s.auth.refresh_ttl, Duration::from_secs(30 * 86_400));
+        let s = settings(&[
+            ("SERVICE_REFRESH_TOKEN_EXPIRY_DAYS", "30"),
+            ("SERVICE_JWT_REFRESH_EXPIRY_DAYS", "2"),
+        ])
+        .unwrap();
+        assert_eq!(s.auth.refresh_ttl, Duration::from_secs(2 * 86_400));
+    }
+
+    #[test]
+    fn access_lifetime_is_capped_with_a_warning() {
+        let s = settings(&[("SERVICE_JWT_EXPIRY_HOURS", "500")]).unwrap();
+        assert_eq!(s.auth.access_ttl, Duration::from_secs(168 * 3_600));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("SERVICE_JWT_EXPIRY_HOURS"))
+        );
+    }
+
+    #[test]
+    fn only_hmac_algorithms_and_good_keys_are_accepted() {
+        for bad in ["none", "RS256", "hs1"] {
+            let e = settings(&[("SERVICE_JWT_ALGORITHM", bad)]).unwrap_err();
+            assert_eq!(e.variable, "SERVICE_JWT_ALGORITHM");
+        }
+        assert!(settings(&[("SERVICE_JWT_ALGORITHM", "hs512")]).is_ok());
+        let key = "ab".repeat(32);
+        assert!(settings(&[("SERVICE_ENCRYPTION_KEY", &key)]).is_ok());
+        for bad in ["abc", &"zz".repeat(32), &format!("{key},")] {
+            let e = settings(&[("SERVICE_ENCRYPTION_KEY", bad)]);
+            if let Err(e) = e {
+                assert_eq!(e.variable, "SERVICE_ENCRYPTION_KEY");
+                assert!(!e.to_string().contains(&key), "the key is echoed");
+            } else {
+                panic!("{bad:?} accepted");
+            }
+        }
+        let e = settings(&[("SERVICE_API_TOKEN", "short")]).unwrap_err();
+        assert_eq!(e.variable, "SERVICE_API_TOKEN");
     }
 }

@@ -28,7 +28,7 @@ fn spawn_bus(bus: &Bus, log: &EventLog, consumers: &[Arc<Recorder>], stop: &Canc
 async fn writers_reach_consumers_through_jetstream(kind: Kind) {
     let server = LoopbackServer::nats().await;
     let store = fresh(kind).await;
-    let bus = Bus::Nats(NatsBus::connect(&server.url()).await.unwrap());
+    let bus = Bus::Nats(Box::new(NatsBus::connect(&server.url()).await.unwrap()));
     let stop = CancellationToken::new();
     let (a, b) = (
         Recorder::new("consumer-a", &store.log),
@@ -46,7 +46,7 @@ async fn writers_reach_consumers_through_jetstream(kind: Kind) {
 async fn nats_restart_mid_stream_loses_nothing(kind: Kind) {
     let mut server = LoopbackServer::nats().await;
     let store = fresh(kind).await;
-    let bus = Bus::Nats(NatsBus::connect(&server.url()).await.unwrap());
+    let bus = Bus::Nats(Box::new(NatsBus::connect(&server.url()).await.unwrap()));
     let stop = CancellationToken::new();
     let recorder = Recorder::new("survivor", &store.log);
     spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);
@@ -73,7 +73,7 @@ async fn a_new_nats_server_gets_the_whole_log_again(kind: Kind) {
     let store = fresh(kind).await;
     {
         let first = LoopbackServer::nats().await;
-        let bus = Bus::Nats(NatsBus::connect(&first.url()).await.unwrap());
+        let bus = Bus::Nats(Box::new(NatsBus::connect(&first.url()).await.unwrap()));
         let stop = CancellationToken::new();
         let recorder = Recorder::new("before", &store.log);
         spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);
@@ -86,7 +86,7 @@ async fn a_new_nats_server_gets_the_whole_log_again(kind: Kind) {
     }
     // All of NATS's data is gone; the relay's checkpoint in the database is not.
     let second = LoopbackServer::nats().await;
-    let bus = Bus::Nats(NatsBus::connect(&second.url()).await.unwrap());
+    let bus = Bus::Nats(Box::new(NatsBus::connect(&second.url()).await.unwrap()));
     let stop = CancellationToken::new();
     let recorder = Recorder::new("after", &store.log);
     spawn_bus(&bus, &store.log, std::slice::from_ref(&recorder), &stop);

@@ -112,17 +112,17 @@ pub struct SecondFactorRequired {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum LoginResponse {
-    Signed(SignedIn),
+    Signed(Box<SignedIn>),
     SecondFactor(SecondFactorRequired),
 }
 
 impl From<LoginOutcome> for LoginResponse {
     fn from(outcome: LoginOutcome) -> Self {
         match outcome {
-            LoginOutcome::Signed { tokens, account } => LoginResponse::Signed(SignedIn {
+            LoginOutcome::Signed { tokens, account } => LoginResponse::Signed(Box::new(SignedIn {
                 tokens,
                 user: UserProfile::of(&account),
-            }),
+            })),
             LoginOutcome::SecondFactorRequired { mfa_token } => {
                 LoginResponse::SecondFactor(SecondFactorRequired {
                     mfa_required: true,
