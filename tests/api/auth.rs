@@ -541,6 +541,36 @@ async fn mfa_needs_a_fresh_code_and_backup_codes_work_once() {
         "backup code reused"
     );
 
+    // The secret is stored as an encryption envelope, never in the clear.
+    let stream = app
+        .app
+        .log
+        .load_stream("account", &user_id, 0)
+        .await
+        .unwrap();
+    let setup_event = stream
+        .iter()
+        .find(|e| e.event_type == "MfaSetupStarted")
+        .unwrap();
+    let payload = setup_event.payload_value().unwrap();
+    assert_eq!(payload["MfaSetupStarted"]["secret"]["_encrypted"], true);
+    assert!(!payload.to_string().contains(&secret));
+    let text = crate::support::client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for name in [
+        "service_encryption_operations_total",
+        "service_encryption_operation_latency_seconds",
+        "service_rbac_permission_checks_total",
+    ] {
+        assert!(text.contains(name), "{name} missing from /metrics");
+    }
+
     // An admin resets MFA: the password alone signs in again.
     let (status, _) = call(
         Method::DELETE,
@@ -673,6 +703,22 @@ async fn admins_disable_users_and_revoke_their_tokens() {
 }
 
 #[tokio::test]
+async fn a_signed_in_user_is_limited_under_their_own_id() {
+    let app = spawn_with(Kind::Sqlite, &[("SERVICE_JWT_SECRET", SECRET)]).await;
+    let (user_id, access, _) = signed_in(&app.base, "rex@example.com").await;
+    let (status, body) = call(
+        Method::GET,
+        &format!("{}/api/rate-limit/status", app.base),
+        Some(&access),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["user_id"], user_id.as_str());
+    assert_eq!(body["limits"]["default"]["limit"], 60);
+}
+
+#[tokio::test]
 async fn admin_emails_become_admins() {
     let app = spawn(&[("SERVICE_ADMIN_EMAILS", "boss@example.com")]).await;
     let (_, access, _) = signed_in(&app.base, "Boss@Example.com").await;
@@ -741,4 +787,77 @@ async fn a_revoked_token_is_refused_by_another_replica_at_once() {
     assert_eq!((status, message(&body)), (401, "Invalid token"));
     a.stop.cancel();
     b.stop.cancel();
+}
+
+#[tokio::test]
+async fn bad_sign_in_bodies_get_clear_errors_and_store_nothing() {
+    let app = spawn(&[("SERVICE_MAX_REQUEST_BYTES", "4096")]).await;
+    let base = &app.base;
+    register(base, "uma@example.com", PASSWORD).await;
+    let raw = |body: Vec<u8>, content_type: &'static str| {
+        let url = format!("{base}/api/auth/login");
+        async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .header("content-type", content_type)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            (
+                status,
+                body["error"]["code"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        }
+    };
+    let json = "application/json";
+    let cases: Vec<(Vec<u8>, &str, u16, &str)> = vec![
+        (
+            br#"{"email":"uma@example.com","password":"x","extra":1}"#.to_vec(),
+            json,
+            422,
+            "VALIDATION_ERROR",
+        ),
+        (
+            br#"{"email":"uma@example.com","password":5}"#.to_vec(),
+            json,
+            422,
+            "VALIDATION_ERROR",
+        ),
+        (
+            br#"{"email":"uma@example.com"}"#.to_vec(),
+            json,
+            422,
+            "VALIDATION_ERROR",
+        ),
+        (
+            b"{\"email\":\"\xff\xfe\",\"password\":\"x\"}".to_vec(),
+            json,
+            400,
+            "BAD_REQUEST",
+        ),
+        (b"{not json".to_vec(), json, 400, "BAD_REQUEST"),
+        (
+            br#"{"email":"uma@example.com","password":"x"}"#.to_vec(),
+            "text/plain",
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
+        (vec![b' '; 5_000], json, 413, "PAYLOAD_TOO_LARGE"),
+    ];
+    for (body, content_type, status, code) in cases {
+        assert_eq!(raw(body, content_type).await, (status, code.to_owned()));
+    }
+    // A huge email or password is an ordinary failure, not a crash.
+    let (status, _) = attempt(base, &"e".repeat(3_000), PASSWORD).await;
+    assert_eq!(status, 401);
+    let (status, _) = attempt(base, "uma@example.com", &"p".repeat(3_000)).await;
+    assert_eq!(status, 401);
+    // None of that cost the account anything but the two counted failures.
+    login(base, "uma@example.com", PASSWORD).await;
 }
