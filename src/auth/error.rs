@@ -131,7 +131,7 @@ impl From<CommandError<EmailClaimError>> for AuthError {
 }
 
 /// Domain messages are lower-case sentences; API messages start upper-case.
-fn capitalized(text: &str) -> String {
+pub(crate) fn capitalized(text: &str) -> String {
     let mut chars = text.chars();
     chars
         .next()

@@ -222,7 +222,7 @@ impl Auth {
             expires_at: None,
         };
         let Some((org_id, invite_id, secret)) = split_invite(token) else {
-            check.reason = Some("Invitation not found".to_owned());
+            check.reason = Some("invitation not found".to_owned());
             return Ok(check);
         };
         let org: Organization = self.log().load(org_id).await?;
@@ -326,10 +326,15 @@ impl Auth {
     /// Sends `mail`; a failure is logged and reported as `false`, since the
     /// change that asked for the mail has already been recorded.
     async fn send(&self, mail: Mail) -> bool {
-        match self.mailer().send(&mail).await {
-            Ok(()) => true,
-            Err(e) => {
+        let limit = self.settings().smtp_timeout;
+        match tokio::time::timeout(limit, self.mailer().send(&mail)).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
                 tracing::error!(to = %mail.to, error = %e, "mail could not be sent");
+                false
+            }
+            Err(_) => {
+                tracing::error!(to = %mail.to, seconds = limit.as_secs(), "mail server did not answer in time");
                 false
             }
         }

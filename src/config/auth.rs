@@ -37,6 +37,9 @@ pub struct AuthSettings {
     pub encryption: Option<FieldCipher>,
     /// `SERVICE_SMTP_URL`: send mail through SMTP; unset writes it to `<data dir>/outbox`.
     pub smtp_url: Option<Secret>,
+    /// `SERVICE_SMTP_TIMEOUT_SECONDS`: longest a mail may take to send
+    /// before it counts as failed (shorter than the request timeout). Default 10.
+    pub smtp_timeout: Duration,
     /// `SERVICE_MAIL_FROM`: the sender of the service's mail.
     pub mail_from: String,
     /// `SERVICE_PUBLIC_URL`: the address links in mails point at.
@@ -111,6 +114,9 @@ impl AuthSettings {
                 .collect(),
             encryption,
             smtp_url: vars.get("SERVICE_SMTP_URL").map(Secret::new),
+            smtp_timeout: Duration::from_secs(
+                vars.positive("SERVICE_SMTP_TIMEOUT_SECONDS", 10)?.into(),
+            ),
             mail_from: vars
                 .get("SERVICE_MAIL_FROM")
                 .unwrap_or_else(|| "Agon <noreply@agon.localhost>".to_owned()),

@@ -27,7 +27,7 @@ pub enum ApiError {
     Unauthorized(String),
     #[error("{0}")]
     Forbidden(String),
-    #[error("{resource_type} not found")]
+    #[error("{} not found", crate::auth::error::capitalized(resource_type))]
     NotFound {
         resource_type: &'static str,
         resource_id: Option<String>,

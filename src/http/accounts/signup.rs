@@ -12,7 +12,7 @@ use super::{Done, UserProfile};
 use crate::app::App;
 use crate::auth::login::NewAccount;
 use crate::auth::signup::{InviteCheck, Membership, SentInvite};
-use crate::auth::{AccountHolder, Caller};
+use crate::auth::{AccountHolder, Caller, Credential};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::ratelimit::{AuthPath, PathLimit};
@@ -198,6 +198,14 @@ async fn accept_invite(
     ApiJson(body): ApiJson<AcceptInviteBody>,
 ) -> Result<Json<Membership>, ApiError> {
     let new_account = body.name.as_deref().zip(body.password.as_deref());
+    // Only a user's own credential accepts as that user; the static token or
+    // service headers count as no one here.
+    let caller = caller.filter(|c| {
+        matches!(
+            c.credential,
+            Credential::Session { .. } | Credential::ApiKey { .. }
+        )
+    });
     let membership = app
         .auth
         .accept_invite(&body.token, caller.as_ref(), new_account)
