@@ -64,6 +64,13 @@ pub async fn load_view<P: Projection>(log: &EventLog) -> Result<P::View, StoreEr
     })
 }
 
+/// Advances a projection's guard for one stream; affects one row exactly
+/// when the event is new to the projection (so re-delivery is a no-op).
+const GUARD_SQL: &str = "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (projection, aggregate_type, aggregate_id) \
+     DO UPDATE SET last_sequence = excluded.last_sequence \
+     WHERE projection_guards.last_sequence < excluded.last_sequence";
+
 /// The checkpoint a projection's runner keeps in the store.
 pub fn checkpoint_name(projection: &str) -> String {
     format!("projection.{projection}")
@@ -100,12 +107,7 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
             let text: String = sqlx::query_scalar(lock_sql).bind(P::NAME).fetch_one(&mut *tx).await?;
             let mut view: P::View = serde_json::from_str(&text)?;
             for event in batch {
-                let fresh = sqlx::query(
-                    "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (projection, aggregate_type, aggregate_id) \
-                     DO UPDATE SET last_sequence = excluded.last_sequence \
-                     WHERE projection_guards.last_sequence < excluded.last_sequence",
-                )
+                let fresh = sqlx::query(GUARD_SQL)
                 .bind(P::NAME)
                 .bind(&event.aggregate_type)
                 .bind(&event.aggregate_id)

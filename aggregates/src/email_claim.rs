@@ -6,6 +6,8 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::Decide;
+
 /// Emails compare without case and surrounding space.
 pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
@@ -42,6 +44,17 @@ pub enum EmailClaimError {
     Taken,
 }
 
+impl Decide for EmailClaim {
+    fn decide(&self, command: EmailClaimCommand) -> Result<Vec<EmailClaimEvent>, EmailClaimError> {
+        let EmailClaimCommand::Claim { user_id } = command;
+        match &self.user_id {
+            Some(owner) if *owner == user_id => Ok(Vec::new()),
+            Some(_) => Err(EmailClaimError::Taken),
+            None => Ok(vec![EmailClaimEvent::EmailClaimed { user_id }]),
+        }
+    }
+}
+
 impl Aggregate for EmailClaim {
     const TYPE: &'static str = "email";
     type Command = EmailClaimCommand;
@@ -55,16 +68,7 @@ impl Aggregate for EmailClaim {
         _services: &(),
         sink: &EventSink<Self>,
     ) -> Result<(), EmailClaimError> {
-        let EmailClaimCommand::Claim { user_id } = command;
-        match &self.user_id {
-            Some(owner) if *owner == user_id => Ok(()),
-            Some(_) => Err(EmailClaimError::Taken),
-            None => {
-                sink.write(EmailClaimEvent::EmailClaimed { user_id }, self)
-                    .await;
-                Ok(())
-            }
-        }
+        crate::record(self, command, sink).await
     }
 
     fn apply(&mut self, event: EmailClaimEvent) {

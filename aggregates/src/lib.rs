@@ -11,3 +11,22 @@ pub mod meta;
 pub mod organization;
 
 pub use meta::CommandMeta;
+
+/// An aggregate that decides a command into events without touching itself;
+/// its `Aggregate::handle` is then [`record`], so that every aggregate turns
+/// decisions into applied events the same way.
+pub trait Decide: cqrs_es::Aggregate {
+    fn decide(&self, command: Self::Command) -> Result<Vec<Self::Event>, Self::Error>;
+}
+
+/// Decides `command` and writes each event to `sink` (which applies it).
+pub async fn record<A: Decide>(
+    aggregate: &mut A,
+    command: A::Command,
+    sink: &cqrs_es::event_sink::EventSink<A>,
+) -> Result<(), A::Error> {
+    for event in aggregate.decide(command)? {
+        sink.write(event, aggregate).await;
+    }
+    Ok(())
+}

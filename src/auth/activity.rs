@@ -6,7 +6,7 @@ use super::{Auth, AuthError};
 use crate::store::db::with_pool;
 
 /// A session's last-use time is rewritten at most this often.
-const TOUCH_EVERY_SECONDS: i64 = 60;
+pub(super) const TOUCH_EVERY_SECONDS: i64 = 60;
 
 impl Auth {
     /// When `session_id` was last used, if it ever was.
@@ -21,7 +21,8 @@ impl Auth {
         Ok(last)
     }
 
-    /// Records a use of `session_id` at `now` unless one was recorded lately.
+    /// Records a use of `session_id` at `now` unless one was recorded lately
+    /// (the condition is repeated in SQL for two replicas racing).
     pub async fn touch(&self, session_id: &str, now: i64) -> Result<(), AuthError> {
         with_pool!(self.log().db().writer(), pool => {
             sqlx::query(

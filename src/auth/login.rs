@@ -9,7 +9,7 @@ use agon_aggregates::email_claim::{EmailClaimCommand, normalize_email};
 use agon_aggregates::{CommandMeta, email_claim::EmailClaim};
 use agon_projections::Sessions;
 use agon_projections::accounts::SessionView;
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 
 use super::tokens::TokenPair;
 use super::{Auth, AuthError, Caller};
@@ -228,19 +228,22 @@ impl Auth {
     ) -> Result<LoginOutcome, AuthError> {
         let now = self.clock().now();
         let session_id = uuid::Uuid::new_v4().to_string();
-        let refresh_ttl = Duration::from_std(self.settings().refresh_ttl).unwrap_or(Duration::MAX);
         let login = AccountCommand::Login {
             session_id: session_id.clone(),
             device,
             second_factor,
             max_sessions: self.settings().max_sessions,
-            refresh_expires_at: now + refresh_ttl,
+            refresh_expires_at: self.refresh_expiry(now),
             at: now,
         };
-        let (account, events) = self.command(user_id, login, user_id).await?;
+        let (account, _) = self.command(user_id, login, user_id).await?;
         self.touch(&session_id, now.timestamp()).await?;
-        // An evicted session must stop working before the new one is handed out.
-        self.await_revocations(&events).await?;
+        // An evicted session must stop working, and the new one be listed,
+        // before the tokens are handed out (events are projected in order, so
+        // the new session's document comes after any eviction).
+        self.docs()
+            .wait_for::<Sessions>(&session_id, super::READ_MODEL_WAIT, |_| true)
+            .await?;
         let tokens = self.issue_pair(&account, &session_id, 0)?;
         Ok(LoginOutcome::Signed {
             tokens,
@@ -254,11 +257,10 @@ impl Auth {
         let generation = claims.generation.ok_or(AuthError::InvalidToken)?;
         self.check_activity(&claims.sub, &claims.jti).await?;
         let now = self.clock().now();
-        let refresh_ttl = Duration::from_std(self.settings().refresh_ttl).unwrap_or(Duration::MAX);
         let refresh = AccountCommand::Refresh {
             session_id: claims.jti.clone(),
             generation,
-            refresh_expires_at: now + refresh_ttl,
+            refresh_expires_at: self.refresh_expiry(now),
             at: now,
         };
         let (account, events) = self.command(&claims.sub, refresh, &claims.sub).await?;
@@ -361,6 +363,13 @@ impl Auth {
             .await?;
         self.await_revocations(&events).await?;
         Ok(events.len().saturating_sub(1))
+    }
+}
+
+impl Auth {
+    /// When a refresh token issued at `now` stops working.
+    fn refresh_expiry(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        now + Duration::from_std(self.settings().refresh_ttl).unwrap_or(Duration::MAX)
     }
 }
 

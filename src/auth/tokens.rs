@@ -63,14 +63,9 @@ impl Auth {
             org_id: None,
             org_role: None,
         };
-        let sign = |claims: &Claims| {
-            self.keys()
-                .issue(claims)
-                .map_err(|e| AuthError::Internal(format!("cannot sign a token: {e}")))
-        };
         Ok(TokenPair {
-            access_token: sign(&access)?,
-            refresh_token: sign(&refresh)?,
+            access_token: self.sign(&access)?,
+            refresh_token: self.sign(&refresh)?,
             token_type: "bearer",
             expires_in: access_ttl,
             refresh_expires_in: refresh_ttl,
@@ -93,8 +88,12 @@ impl Auth {
             org_id: None,
             org_role: None,
         };
+        self.sign(&claims)
+    }
+
+    fn sign(&self, claims: &Claims) -> Result<String, AuthError> {
         self.keys()
-            .issue(&claims)
+            .issue(claims)
             .map_err(|e| AuthError::Internal(format!("cannot sign a token: {e}")))
     }
 

@@ -13,15 +13,10 @@ use std::time::Duration;
 use agon_projections::{Cursor, DocumentProjection, EventRecord};
 use async_trait::async_trait;
 
-use super::checkpoint_name;
+use super::{GUARD_SQL, checkpoint_name};
 use crate::bus::Consumer;
 use crate::store::db::with_pool;
 use crate::store::{EventLog, StoreError};
-
-const GUARD_SQL: &str = "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
-     VALUES ($1, $2, $3, $4) ON CONFLICT (projection, aggregate_type, aggregate_id) \
-     DO UPDATE SET last_sequence = excluded.last_sequence \
-     WHERE projection_guards.last_sequence < excluded.last_sequence";
 
 const UPSERT_SQL: &str = "INSERT INTO documents (projection, doc_key, owner, lookup, doc) \
      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (projection, doc_key) \

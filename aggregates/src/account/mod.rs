@@ -9,15 +9,16 @@ mod aggregate;
 mod commands;
 mod error;
 mod events;
+mod state;
 #[cfg(test)]
 mod tests;
 
-pub use aggregate::{
-    Account, ApiKeyState, LOCKOUT_LADDER, MfaState, PendingVerification, SessionState, lock_seconds,
-};
 pub use commands::AccountCommand;
 pub use error::AccountError;
 pub use events::{
     AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, RevokeReason, Role,
     SecondFactor,
+};
+pub use state::{
+    Account, ApiKeyState, LOCKOUT_LADDER, MfaState, PendingVerification, SessionState, lock_seconds,
 };

@@ -8,6 +8,8 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::Decide;
+
 /// A member's role inside an organization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -174,7 +176,9 @@ impl Organization {
         }
         Ok(invite)
     }
+}
 
+impl Decide for Organization {
     fn decide(
         &self,
         command: OrganizationCommand,
@@ -268,10 +272,7 @@ impl Aggregate for Organization {
         _services: &(),
         sink: &EventSink<Self>,
     ) -> Result<(), OrganizationError> {
-        for event in self.decide(command)? {
-            sink.write(event, self).await;
-        }
-        Ok(())
+        crate::record(self, command, sink).await
     }
 
     fn apply(&mut self, event: OrganizationEvent) {

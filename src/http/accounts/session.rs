@@ -44,6 +44,7 @@ pub fn routes() -> Routes {
         .add(routes!(create_api_key, revoke_api_key), RouteSpec::new())
 }
 
+/// The body of register and sign-up.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterBody {
@@ -55,6 +56,16 @@ pub struct RegisterBody {
     pub password: String,
     #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub name: String,
+}
+
+impl RegisterBody {
+    pub fn new_account(&self) -> NewAccount<'_> {
+        NewAccount {
+            email: &self.email,
+            password: &self.password,
+            name: &self.name,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -70,12 +81,7 @@ async fn register(
     State(app): State<App>,
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<(StatusCode, Json<Registered>), ApiError> {
-    let new = NewAccount {
-        email: &body.email,
-        password: &body.password,
-        name: &body.name,
-    };
-    let account = app.auth.register(new, false).await?;
+    let account = app.auth.register(body.new_account(), false).await?;
     Ok((
         StatusCode::CREATED,
         Json(Registered {

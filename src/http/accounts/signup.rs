@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
+use super::session::RegisterBody;
 use super::{Done, UserProfile};
 use crate::app::App;
-use crate::auth::login::NewAccount;
 use crate::auth::signup::{InviteCheck, Membership, SentInvite};
 use crate::auth::{AccountHolder, Caller, Credential};
 use crate::http::error::ApiError;
@@ -37,18 +37,6 @@ pub fn routes() -> Routes {
         .add(routes!(check_invite), RouteSpec::new().public())
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SignupBody {
-    #[schema(format = Email, max_length = 254)]
-    pub email: String,
-    /// 8 to 128 characters, case-sensitive.
-    #[schema(min_length = 8, max_length = 128)]
-    pub password: String,
-    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
-    pub name: String,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SignedUp {
     pub success: bool,
@@ -58,18 +46,13 @@ pub struct SignedUp {
 }
 
 /// Creates an account and mails an email-verification link (valid 24 hours).
-#[utoipa::path(post, path = "/api/v1/auth/signup", tag = "auth", request_body = SignupBody,
+#[utoipa::path(post, path = "/api/v1/auth/signup", tag = "auth", request_body = RegisterBody,
     responses((status = 201, body = SignedUp), (status = 409, description = "Email already registered")))]
 async fn signup(
     State(app): State<App>,
-    ApiJson(body): ApiJson<SignupBody>,
+    ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<(StatusCode, Json<SignedUp>), ApiError> {
-    let new = NewAccount {
-        email: &body.email,
-        password: &body.password,
-        name: &body.name,
-    };
-    let (account, verification_sent) = app.auth.signup(new).await?;
+    let (account, verification_sent) = app.auth.signup(body.new_account()).await?;
     Ok((
         StatusCode::CREATED,
         Json(SignedUp {

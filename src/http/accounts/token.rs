@@ -147,9 +147,7 @@ async fn token(
     };
     match result {
         Ok(pair) => no_store(Json(OAuthToken::from(pair)).into_response()),
-        Err(AuthError::Internal(cause)) => {
-            crate::http::error::ApiError::from(AuthError::Internal(cause)).into_response()
-        }
+        Err(e @ AuthError::Internal(_)) => crate::http::error::ApiError::from(e).into_response(),
         Err(e) => oauth_error("invalid_grant", e.to_string()),
     }
 }

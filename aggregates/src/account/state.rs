@@ -1,0 +1,165 @@
+//! The state of an account as its events leave it, and the checks the
+//! decisions share.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::AccountError;
+use super::events::{AccountEvent, KeyRevokeReason, RevokeReason, Role, SecondFactor};
+
+/// Failed attempts at which the lock starts, and its length (§8.2).
+pub const LOCKOUT_LADDER: [(u32, i64); 3] = [(15, 3_600), (10, 900), (5, 60)];
+
+/// How long the account stays locked after `failures` consecutive failures.
+pub fn lock_seconds(failures: u32) -> Option<i64> {
+    LOCKOUT_LADDER
+        .iter()
+        .find(|(threshold, _)| failures >= *threshold)
+        .map(|(_, seconds)| *seconds)
+}
+
+/// One open session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub started_at: DateTime<Utc>,
+    /// The generation of the only refresh token that may still be used.
+    pub refresh_generation: u32,
+    pub refresh_expires_at: DateTime<Utc>,
+}
+
+/// MFA as configured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MfaState {
+    pub enabled: bool,
+    /// The TOTP secret envelope, pending until enabled.
+    pub secret: Option<Value>,
+    pub backup_code_hashes: Vec<String>,
+    /// The last TOTP step accepted: no code of this step or earlier works again.
+    pub last_totp_step: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiKeyState {
+    pub key_id: String,
+    pub key_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingVerification {
+    pub token_hash: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The state of one account, rebuilt from its events.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Account {
+    pub user_id: String,
+    pub email: String,
+    pub name: String,
+    pub password_hash: String,
+    pub role: Role,
+    pub email_verified: bool,
+    pub verification: Option<PendingVerification>,
+    pub failed_login_count: u32,
+    pub locked_until: Option<DateTime<Utc>>,
+    pub disabled: bool,
+    pub mfa: MfaState,
+    pub api_key: Option<ApiKeyState>,
+    pub sessions: BTreeMap<String, SessionState>,
+    pub org_id: Option<String>,
+    pub org_role: Option<String>,
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+impl Account {
+    pub fn exists(&self) -> bool {
+        self.created_at.is_some()
+    }
+
+    /// Seconds the lock still holds at `now`, if it does.
+    pub fn lock_remaining(&self, now: DateTime<Utc>) -> Option<i64> {
+        let until = self.locked_until?;
+        let remaining = (until - now).num_milliseconds();
+        // Round up: a lock with 200 ms left still says "1 seconds", never "0".
+        (remaining > 0).then(|| (remaining + 999) / 1_000)
+    }
+
+    pub(super) fn ensure_usable(&self, now: DateTime<Utc>) -> Result<(), AccountError> {
+        if !self.exists() {
+            return Err(AccountError::NotRegistered);
+        }
+        if self.disabled {
+            return Err(AccountError::Disabled);
+        }
+        match self.lock_remaining(now) {
+            Some(remaining_seconds) => Err(AccountError::Locked { remaining_seconds }),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn ensure_exists(&self) -> Result<(), AccountError> {
+        if self.exists() {
+            Ok(())
+        } else {
+            Err(AccountError::NotRegistered)
+        }
+    }
+
+    /// Checks a second factor without consuming it.
+    pub(super) fn check_second_factor(&self, factor: &SecondFactor) -> Result<(), AccountError> {
+        match factor {
+            SecondFactor::Totp { step } if *step <= self.mfa.last_totp_step => {
+                Err(AccountError::CodeReplayed)
+            }
+            SecondFactor::Totp { .. } => Ok(()),
+            SecondFactor::BackupCode { code_hash } => {
+                if self.mfa.backup_code_hashes.contains(code_hash) {
+                    Ok(())
+                } else {
+                    Err(AccountError::InvalidBackupCode)
+                }
+            }
+        }
+    }
+
+    /// Sessions ordered oldest first.
+    pub(super) fn sessions_by_age(&self) -> Vec<String> {
+        let mut sessions: Vec<_> = self.sessions.iter().collect();
+        sessions.sort_by(|a, b| (a.1.started_at, a.0).cmp(&(b.1.started_at, b.0)));
+        sessions.into_iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    pub(super) fn revocations(
+        &self,
+        keep: Option<&str>,
+        reason: RevokeReason,
+        at: DateTime<Utc>,
+    ) -> Vec<AccountEvent> {
+        self.sessions_by_age()
+            .into_iter()
+            .filter(|id| Some(id.as_str()) != keep)
+            .map(|session_id| AccountEvent::SessionRevoked {
+                session_id,
+                reason,
+                at,
+            })
+            .collect()
+    }
+
+    pub(super) fn key_revocation(
+        &self,
+        reason: KeyRevokeReason,
+        at: DateTime<Utc>,
+    ) -> Option<AccountEvent> {
+        self.api_key
+            .as_ref()
+            .map(|key| AccountEvent::ApiKeyRevoked {
+                key_id: key.key_id.clone(),
+                reason,
+                at,
+            })
+    }
+}
