@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::agents::Agents;
 use crate::auth::{Auth, AuthSetupError};
 use crate::bus::{Bus, BusError, LocalBus, NatsBus};
 use crate::clock::Clock;
@@ -16,6 +18,7 @@ use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
 use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
+use crate::runner::Runner;
 use crate::store::{Db, EventLog, StoreError};
 use crate::{http, projection};
 
@@ -51,6 +54,8 @@ pub struct App {
     pub auth: Auth,
     /// The time every domain decision uses; tests move it forward.
     pub clock: Clock,
+    pub agents: Agents,
+    pub runner: Runner,
 }
 
 impl App {
@@ -81,6 +86,8 @@ impl App {
         http::metrics::handle();
         let clock = Clock::default();
         let auth = Auth::new(&settings, log.clone(), clock.clone())?;
+        let agents = Agents::new(&settings.agents);
+        let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings.agents);
         Ok(Self {
             settings: Arc::new(settings),
             log,
@@ -91,16 +98,43 @@ impl App {
             recent_errors: RecentErrors::default(),
             auth,
             clock,
+            agents,
+            runner,
         })
     }
 
-    /// Serves the API on `api` and runs the relay, the projections and the
-    /// sealer until `stop` fires; then waits for each to finish.
-    pub async fn run(self, api: TcpListener, stop: CancellationToken) -> Result<(), StartError> {
-        let mut tasks = vec![self.bus.spawn_relay(&self.log, &stop)];
+    /// Starts the relay, the projections, the debate runner and the sealer,
+    /// which run until `stop`.
+    pub async fn start_background(
+        &self,
+        stop: &CancellationToken,
+    ) -> Result<Vec<JoinHandle<()>>, StartError> {
+        let mut tasks = vec![self.bus.spawn_relay(&self.log, stop)];
         for consumer in projection::runners(&self.log) {
-            tasks.push(self.bus.spawn_consumer(&self.log, consumer, &stop));
+            tasks.push(self.bus.spawn_consumer(&self.log, consumer, stop));
         }
+        let feed = self.runner.feed().await?;
+        tasks.push(self.bus.spawn_consumer(&self.log, feed, stop));
+        tasks.push(self.runner.spawn(stop));
+        Ok(tasks)
+    }
+
+    /// Lets running debates finish (up to the shutdown grace), then waits
+    /// for the background tasks and closes the store.
+    pub async fn finish(&self, tasks: Vec<JoinHandle<()>>) {
+        self.runner.drain(self.settings.agents.shutdown_grace).await;
+        for task in tasks {
+            // A task that panicked has already reported it; the others finish.
+            let _ = task.await;
+        }
+        self.log.db().close().await;
+    }
+
+    /// Serves the API on `api` and runs the background work until `stop`
+    /// fires; then stops taking debates, lets running ones finish (bounded)
+    /// and waits for the rest.
+    pub async fn run(self, api: TcpListener, stop: CancellationToken) -> Result<(), StartError> {
+        let mut tasks = self.start_background(&stop).await?;
         let (log, key, interval, token) = (
             self.log.clone(),
             self.seal_key.clone(),
@@ -120,11 +154,7 @@ impl App {
             .with_graceful_shutdown(async move { token.cancelled().await })
             .await;
         stop.cancel();
-        for task in tasks {
-            // A task that panicked has already reported it; the others finish.
-            let _ = task.await;
-        }
-        self.log.db().close().await;
+        self.finish(tasks).await;
         served.map_err(StartError::Listen)
     }
 }

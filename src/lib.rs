@@ -10,9 +10,13 @@
 pub mod app;
 pub mod auth;
 pub mod bus;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod crypto;
+pub mod debates;
+pub mod agents;
+pub mod runner;
 pub mod http;
 pub mod mail;
 pub mod projection;

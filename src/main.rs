@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use agon::app::App;
+use agon::cli;
 use agon::config::Settings;
 use agon::projection;
 use clap::{Parser, Subcommand};
@@ -45,6 +46,36 @@ enum Command {
         #[arg(long)]
         projection: Option<String>,
     },
+    /// Run one debate and print its consensus: on the local store, or on a
+    /// running service with --server.
+    Debate {
+        /// The debate's topic.
+        topic: String,
+        /// Comma-separated agent names (demo-a,demo-b,claude,openai:gpt-4o, ...).
+        #[arg(long, value_delimiter = ',', default_value = "demo-a,demo-b,demo-c")]
+        agents: Vec<String>,
+        /// Rounds (1 to 12; default 3).
+        #[arg(long)]
+        rounds: Option<u32>,
+        /// Background the agents should consider.
+        #[arg(long)]
+        context: Option<String>,
+        /// majority, supermajority, unanimous, judge or weighted.
+        #[arg(long)]
+        consensus: Option<String>,
+        /// Agreeing share that counts as consensus (0 to 1).
+        #[arg(long)]
+        threshold: Option<f64>,
+        /// Print the consensus as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Base URL of a running service to run the debate on.
+        #[arg(long)]
+        server: Option<String>,
+        /// Bearer credential for --server (an access token or API key).
+        #[arg(long, env = "SERVICE_API_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
     /// Show key material.
     Keys {
         #[command(subcommand)]
@@ -79,6 +110,43 @@ fn main() -> ExitCode {
 }
 
 async fn run(command: Command, settings: Settings) -> ExitCode {
+    if let Command::Debate {
+        topic,
+        agents,
+        rounds,
+        context,
+        consensus,
+        threshold,
+        json,
+        server,
+        token,
+    } = command
+    {
+        let request = cli::DebateRequest {
+            topic,
+            agents,
+            rounds,
+            context,
+            consensus,
+            threshold,
+            json,
+        };
+        let outcome = match server {
+            Some(server) => cli::run_remote(&server, token.as_deref(), request).await,
+            None => match App::build(settings).await {
+                Ok(app) => cli::run_local(app, request).await,
+                Err(e) => return fail(&e),
+            },
+        };
+        return match outcome {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(cli::CliError::Failed(reason)) => {
+                eprintln!("agon: {reason}");
+                ExitCode::FAILURE
+            }
+            Err(e) => fail(&e),
+        };
+    }
     let app = match App::build(settings).await {
         Ok(app) => app,
         Err(e) => return fail(&e),
@@ -105,6 +173,7 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
             Err(e) => fail(&e),
         },
         Command::Replay { projection } => replay(&app, projection).await,
+        Command::Debate { .. } => fail(&"the debate command is handled above"),
         Command::Keys {
             command: KeysCommand::Public,
         } => {

@@ -10,24 +10,26 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use agon_projections::{
-    Accounts, AdminStats, Cursor, DocumentProjection, EventRecord, Organizations, Projection,
-    Sessions,
+    Accounts, AdminStats, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
+    Organizations, Projection, Sessions,
 };
 use async_trait::async_trait;
 
 mod documents;
-pub use documents::{DocumentRunner, Documents};
+pub use documents::{DocumentRunner, Documents, ListFilter};
 
 use crate::bus::Consumer;
 use crate::store::db::{PoolRef, with_pool};
 use crate::store::{EventLog, StoreError};
 
 /// Names of every projection the service runs.
-pub const ALL: [&str; 4] = [
+pub const ALL: [&str; 6] = [
     AdminStats::NAME,
     Accounts::NAME,
     Sessions::NAME,
     Organizations::NAME,
+    Debates::NAME,
+    Leaderboard::NAME,
 ];
 
 /// A projection hooked to the store as a bus consumer.
@@ -144,6 +146,8 @@ pub fn runners(log: &EventLog) -> Vec<Arc<dyn Consumer>> {
         Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
         Arc::new(DocumentRunner::<Sessions>::new(log.clone())),
         Arc::new(DocumentRunner::<Organizations>::new(log.clone())),
+        Arc::new(DocumentRunner::<Debates>::new(log.clone())),
+        Arc::new(ProjectionRunner::<Leaderboard>::new(log.clone())),
     ]
 }
 
@@ -155,6 +159,8 @@ pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, StoreErr
         Accounts::NAME => Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
         Sessions::NAME => Arc::new(DocumentRunner::<Sessions>::new(log.clone())),
         Organizations::NAME => Arc::new(DocumentRunner::<Organizations>::new(log.clone())),
+        Debates::NAME => Arc::new(DocumentRunner::<Debates>::new(log.clone())),
+        Leaderboard::NAME => Arc::new(ProjectionRunner::<Leaderboard>::new(log.clone())),
         _ => return Ok(None),
     };
     rebuild_one(log, runner.as_ref()).await.map(Some)

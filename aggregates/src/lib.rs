@@ -3,9 +3,10 @@
 //! This crate depends on no database, HTTP or message-bus crate, and reads no
 //! clock and draws no random ids: time, ids and the acting user arrive in the
 //! command or its [`CommandMeta`]. One module per aggregate joins it as the
-//! later issues build them (`debate/`, ...).
+//! later issues build them.
 
 pub mod account;
+pub mod debate;
 pub mod email_claim;
 pub mod meta;
 pub mod organization;

@@ -8,10 +8,14 @@
 
 pub mod accounts;
 pub mod admin_stats;
+pub mod debates;
+pub mod leaderboard;
 pub mod record;
 
 pub use accounts::{Accounts, Organizations, Sessions};
 pub use admin_stats::AdminStats;
+pub use debates::Debates;
+pub use leaderboard::Leaderboard;
 pub use record::{Cursor, EventRecord};
 
 use serde::Serialize;
@@ -50,6 +54,16 @@ pub trait DocumentProjection: Send + Sync + 'static {
 
     /// A second key the document can be found by.
     fn lookup(_doc: &Self::Doc) -> Option<String> {
+        None
+    }
+
+    /// A status listings filter on.
+    fn state(_doc: &Self::Doc) -> Option<String> {
+        None
+    }
+
+    /// The order of listings (ascending text).
+    fn sort_key(_doc: &Self::Doc) -> Option<String> {
         None
     }
 }

@@ -26,6 +26,10 @@ pub struct RateLimitSettings {
     /// `SERVICE_RATE_LIMIT_DEFAULT` (or `SERVICE_RATE_LIMIT`): the per-user
     /// `default` action bucket per minute. Default 60.
     pub default_per_minute: u32,
+    /// `SERVICE_RATE_LIMIT_DEBATE_CREATE`: debates a user may create per
+    /// minute (the `debate_create` action and the `POST /api/debate`
+    /// endpoint limit). Default 10; raise it for benchmarks.
+    pub debate_create_per_minute: u32,
     /// `SERVICE_RATE_LIMIT_AUTH`: login attempts per minute per address. Default 10.
     pub login_per_minute: u32,
     /// `SERVICE_BURST_MULTIPLIER`: bucket capacity as a multiple of the rate. Default 2.
@@ -101,6 +105,7 @@ impl RateLimitSettings {
             ip_per_minute: vars.positive("SERVICE_IP_RATE_LIMIT", 120)?,
             default_per_minute: vars.positive(default_name, 60)?,
             login_per_minute: vars.positive("SERVICE_RATE_LIMIT_AUTH", 10)?,
+            debate_create_per_minute: vars.positive("SERVICE_RATE_LIMIT_DEBATE_CREATE", 10)?,
             burst_multiplier: vars.at_least("SERVICE_BURST_MULTIPLIER", 1.0, 2.0)?,
             trusted_proxies,
             fail_open: vars.flag("SERVICE_RATE_LIMIT_FAIL_OPEN", false)?,

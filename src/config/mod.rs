@@ -3,6 +3,7 @@
 //! Invalid configuration stops the start with a one-line message naming the
 //! variable; secrets live in [`Secret`], whose `Debug` form never prints them.
 
+mod agents;
 mod auth;
 mod http;
 mod values;
@@ -10,6 +11,7 @@ mod values;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use agents::{AgentSettings, ProviderSettings};
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
 pub use http::{HttpSettings, RateLimitSettings};
 use values::Vars;
@@ -42,6 +44,7 @@ pub struct Settings {
     pub http: HttpSettings,
     pub rate_limits: RateLimitSettings,
     pub auth: AuthSettings,
+    pub agents: AgentSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -119,6 +122,7 @@ impl Settings {
             http: HttpSettings::read(&vars)?,
             rate_limits: RateLimitSettings::read(&vars)?,
             auth,
+            agents: AgentSettings::read(&vars)?,
             warnings,
         };
         settings.check_deployment()?;

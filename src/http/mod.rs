@@ -9,7 +9,9 @@
 pub mod access;
 pub mod accounts;
 pub mod admin;
+pub mod agents;
 pub mod context;
+pub mod debates;
 pub mod docs;
 pub mod error;
 pub mod extract;
@@ -51,6 +53,8 @@ pub fn routes() -> Routes {
         .merge(admin::routes())
         .merge(docs::routes())
         .merge(accounts::routes())
+        .merge(debates::routes())
+        .merge(agents::routes())
 }
 
 /// The full API router.

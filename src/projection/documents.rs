@@ -18,9 +18,10 @@ use crate::bus::Consumer;
 use crate::store::db::with_pool;
 use crate::store::{EventLog, StoreError};
 
-const UPSERT_SQL: &str = "INSERT INTO documents (projection, doc_key, owner, lookup, doc) \
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (projection, doc_key) \
-     DO UPDATE SET owner = excluded.owner, lookup = excluded.lookup, doc = excluded.doc";
+const UPSERT_SQL: &str = "INSERT INTO documents (projection, doc_key, owner, lookup, doc, state, sort_key) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (projection, doc_key) \
+     DO UPDATE SET owner = excluded.owner, lookup = excluded.lookup, doc = excluded.doc, \
+     state = excluded.state, sort_key = excluded.sort_key";
 
 /// A document projection hooked to the store as a bus consumer.
 pub struct DocumentRunner<P: DocumentProjection> {
@@ -92,6 +93,8 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
                             .bind(P::owner(doc))
                             .bind(P::lookup(doc))
                             .bind(serde_json::to_string(doc)?)
+                            .bind(P::state(doc))
+                            .bind(P::sort_key(doc))
                             .execute(&mut *tx)
                             .await?;
                     }
@@ -115,6 +118,13 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
         });
         Ok(())
     }
+}
+
+/// Which documents a listing returns.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListFilter<'a> {
+    pub owner: Option<&'a str>,
+    pub state: Option<&'a str>,
 }
 
 /// Reads the documents of projection `P`.
@@ -174,6 +184,58 @@ impl Documents {
             .iter()
             .map(|t| serde_json::from_str(t))
             .collect::<Result<_, _>>()?)
+    }
+
+    /// A page of `P`'s documents in `sort_key` order, newest first, with
+    /// the number of documents matching; `owner` and `state` filter when set.
+    pub async fn list<P: DocumentProjection>(
+        &self,
+        filter: ListFilter<'_>,
+        limit: u32,
+        offset: u64,
+    ) -> Result<(Vec<P::Doc>, u64), StoreError> {
+        let condition = "projection = $1 AND ($2 IS NULL OR owner = $2) AND ($3 IS NULL OR state = $3)";
+        let page_sql = format!(
+            "SELECT doc FROM documents WHERE {condition} ORDER BY sort_key DESC, doc_key DESC LIMIT $4 OFFSET $5"
+        );
+        let count_sql = format!("SELECT COUNT(*) FROM documents WHERE {condition}");
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        let (texts, total): (Vec<String>, i64) = with_pool!(self.log.db().reader(), pool => {
+            let texts = sqlx::query_scalar(&page_sql)
+                .bind(P::NAME)
+                .bind(filter.owner)
+                .bind(filter.state)
+                .bind(i64::from(limit))
+                .bind(offset)
+                .fetch_all(pool)
+                .await?;
+            let total = sqlx::query_scalar(&count_sql)
+                .bind(P::NAME)
+                .bind(filter.owner)
+                .bind(filter.state)
+                .fetch_one(pool)
+                .await?;
+            (texts, total)
+        });
+        let docs = texts
+            .iter()
+            .map(|t| serde_json::from_str(t))
+            .collect::<Result<_, _>>()?;
+        Ok((docs, u64::try_from(total).unwrap_or(0)))
+    }
+
+    /// The documents with these keys that exist, in no particular order.
+    pub async fn many<P: DocumentProjection>(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<P::Doc>, StoreError> {
+        let mut docs = Vec::with_capacity(keys.len());
+        for key in keys {
+            if let Some(doc) = self.get::<P>(key).await? {
+                docs.push(doc);
+            }
+        }
+        Ok(docs)
     }
 
     /// Waits until document `key` satisfies `done`, so that a command's

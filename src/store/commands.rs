@@ -3,7 +3,7 @@
 
 use agon_aggregates::CommandMeta;
 use cqrs_es::event_sink::EventSink;
-use cqrs_es::persist::PersistedEventStore;
+use cqrs_es::persist::{EventStoreAggregateContext, PersistedEventStore};
 use cqrs_es::{Aggregate, AggregateContext, AggregateError, EventStore};
 use thiserror::Error;
 
@@ -38,6 +38,66 @@ impl EventLog {
         let store = PersistedEventStore::<_, A>::new_event_store(self.clone());
         let mut context = store.load_aggregate(id).await.map_err(store_error)?;
         Ok(std::mem::take(context.aggregate()))
+    }
+
+    /// Aggregate `id` with the sequence its state stands at, for a caller
+    /// that issues several commands in a row ([`EventLog::run`]).
+    pub async fn load_held<A: Aggregate>(
+        &self,
+        id: &str,
+    ) -> Result<Held<A>, CommandError<A::Error>> {
+        let store = PersistedEventStore::<_, A>::new_event_store(self.clone());
+        let context = store.load_aggregate(id).await.map_err(store_error)?;
+        Ok(Held { context })
+    }
+
+    /// Decides `command` on a state the caller holds and commits its events,
+    /// without reading the stream again; when another writer got there
+    /// first, reloads and decides again. `held` is left at the new state.
+    pub async fn run<A>(
+        &self,
+        held: &mut Held<A>,
+        command: A::Command,
+        meta: CommandMeta,
+    ) -> Result<Vec<A::Event>, CommandError<A::Error>>
+    where
+        A: Aggregate<Services = ()> + Clone,
+        A::Command: Clone,
+    {
+        let store = PersistedEventStore::<_, A>::new_event_store(self.clone());
+        let mut attempt = 0;
+        loop {
+            let sink = EventSink::default();
+            let mut next = held.context.aggregate.clone();
+            next.handle(command.clone(), &(), &sink)
+                .await
+                .map_err(CommandError::Rejected)?;
+            let events = sink.collect().await;
+            if events.is_empty() {
+                return Ok(events);
+            }
+            let context = EventStoreAggregateContext {
+                aggregate_id: held.context.aggregate_id.clone(),
+                aggregate: next.clone(),
+                current_sequence: held.context.current_sequence,
+                current_snapshot: None,
+            };
+            match store
+                .commit(events.clone(), context, meta.clone().into_map())
+                .await
+            {
+                Ok(_) => {
+                    held.context.current_sequence += events.len();
+                    held.context.aggregate = next;
+                    return Ok(events);
+                }
+                Err(AggregateError::AggregateConflict) if attempt < CONFLICT_RETRIES => {
+                    attempt += 1;
+                    *held = self.load_held(&held.context.aggregate_id).await?;
+                }
+                Err(e) => return Err(store_error(e)),
+            }
+        }
     }
 
     /// Decides `command` on the current state of `id` and commits its events.
@@ -77,6 +137,31 @@ impl EventLog {
                 Err(e) => return Err(store_error(e)),
             }
         }
+    }
+}
+
+/// An aggregate's state as of a known sequence, held between commands.
+pub struct Held<A: Aggregate> {
+    context: EventStoreAggregateContext<A>,
+}
+
+impl<A: Aggregate> std::fmt::Debug for Held<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("aggregate_id", &self.context.aggregate_id)
+            .field("sequence", &self.context.current_sequence)
+            .finish()
+    }
+}
+
+impl<A: Aggregate> Held<A> {
+    pub fn state(&self) -> &A {
+        &self.context.aggregate
+    }
+
+    /// The sequence of the stream's last event (0 before the first).
+    pub fn sequence(&self) -> usize {
+        self.context.current_sequence
     }
 }
 

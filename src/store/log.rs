@@ -236,6 +236,28 @@ impl EventLog {
         Ok(rows)
     }
 
+    /// Ids of `aggregate_type` streams with no event of `closing_types`
+    /// (unfinished debates), oldest stream first.
+    pub async fn open_streams(
+        &self,
+        aggregate_type: &str,
+        closing_types: &[&str],
+    ) -> Result<Vec<String>, StoreError> {
+        let closing = closing_types
+            .iter()
+            .map(|t| format!("'{}'", t.replace('\'', "")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT aggregate_id FROM events WHERE aggregate_type = $1 GROUP BY aggregate_id \
+             HAVING SUM(CASE WHEN event_type IN ({closing}) THEN 1 ELSE 0 END) = 0 \
+             ORDER BY MIN(position)"
+        );
+        Ok(with_pool!(self.db.reader(), pool => {
+            sqlx::query_scalar(&sql).bind(aggregate_type).fetch_all(pool).await?
+        }))
+    }
+
     fn cached_head(&self, key: &StreamKey, sequence: i64) -> Option<Hash> {
         let heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
         match heads.get(key) {

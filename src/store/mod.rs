@@ -18,7 +18,7 @@ mod rows;
 pub mod seal;
 pub mod verify;
 
-pub use commands::{CommandError, Executed};
+pub use commands::{CommandError, Executed, Held};
 pub use db::{Backend, Db};
 pub use log::EventLog;
 pub use rows::StoredEvent;

@@ -305,7 +305,7 @@ impl RateLimiter {
                 Some(tier) => return tier.quota(),
                 None => self.inner.settings.default_per_minute,
             },
-            Action::DebateCreate => 10,
+            Action::DebateCreate => self.inner.settings.debate_create_per_minute,
             Action::Vote => 30,
             Action::AgentCall => 120,
             Action::Export => 5,

@@ -1,0 +1,48 @@
+//! The `debates` read model: one document per debate, folded by the same
+//! function the aggregate uses, so a debate reads exactly as it was decided.
+
+use agon_aggregates::debate::{Debate, DebateEvent};
+
+use crate::{DocumentProjection, EventRecord};
+
+pub use crate::admin_stats::DEBATE_AGGREGATE;
+
+/// Projection behind every debate read: detail, list, messages, consensus.
+pub struct Debates;
+
+impl DocumentProjection for Debates {
+    const NAME: &'static str = "debates";
+    type Doc = Debate;
+
+    fn key(event: &EventRecord) -> Option<String> {
+        (event.aggregate_type == DEBATE_AGGREGATE).then(|| event.aggregate_id.clone())
+    }
+
+    fn apply(doc: Option<Debate>, event: &EventRecord) -> Option<Debate> {
+        let Ok(change) = serde_json::from_value::<DebateEvent>(event.payload.clone()) else {
+            return doc;
+        };
+        let mut debate = doc.unwrap_or_default();
+        debate.apply_event(change);
+        Some(debate)
+    }
+
+    fn owner(doc: &Debate) -> Option<String> {
+        doc.created_by.clone()
+    }
+
+    fn state(doc: &Debate) -> Option<String> {
+        Some(doc.status.as_str().to_owned())
+    }
+
+    /// Creation time, then id: RFC 3339 in UTC with fixed precision sorts as text.
+    fn sort_key(doc: &Debate) -> Option<String> {
+        doc.created_at.map(|at| {
+            format!(
+                "{}|{}",
+                at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+                doc.id
+            )
+        })
+    }
+}

@@ -1,0 +1,142 @@
+//! Agent ratings (ELO from 1500, K = 32) kept from completed debates, for
+//! `GET /api/leaderboard` and the `weighted` consensus mode.
+//!
+//! A completed debate is a round-robin among its agents. Each agent scores
+//! how well its vote matched the outcome: with consensus reached, agree 1,
+//! agree_with_modifications 0.5, disagree 0; without, the reverse; an agent
+//! that failed scores 0. Every pair plays one game decided by those scores
+//! (higher wins, equal draws), and each agent's change is its summed
+//! `K·(S − E)` divided by the number of opponents, so one debate moves a
+//! rating by at most K.
+
+use std::collections::BTreeMap;
+
+use agon_aggregates::debate::{
+    ConsensusResult, ConsensusStatus, DebateEvent, VoteChoice,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::debates::DEBATE_AGGREGATE;
+use crate::{EventRecord, Projection};
+
+/// Every agent's starting rating.
+pub const START_RATING: f64 = 1500.0;
+/// The ELO K-factor.
+pub const K_FACTOR: f64 = 32.0;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rating {
+    pub elo: f64,
+    pub debates: u64,
+    pub wins: u64,
+    pub losses: u64,
+    pub draws: u64,
+    /// Debates in which the agent failed.
+    pub failures: u64,
+}
+
+impl Default for Rating {
+    fn default() -> Self {
+        Self {
+            elo: START_RATING,
+            debates: 0,
+            wins: 0,
+            losses: 0,
+            draws: 0,
+            failures: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeaderboardView {
+    pub agents: BTreeMap<String, Rating>,
+}
+
+impl LeaderboardView {
+    /// Agents by rating, best first (ties by name).
+    pub fn ranked(&self) -> Vec<(&String, &Rating)> {
+        let mut ranked: Vec<_> = self.agents.iter().collect();
+        ranked.sort_by(|a, b| b.1.elo.total_cmp(&a.1.elo).then_with(|| a.0.cmp(b.0)));
+        ranked
+    }
+
+    /// Each agent's rating (the start rating for unknown agents).
+    pub fn ratings(&self, agents: &[String]) -> BTreeMap<String, f64> {
+        agents
+            .iter()
+            .map(|a| (a.clone(), self.agents.get(a).map_or(START_RATING, |r| r.elo)))
+            .collect()
+    }
+}
+
+pub struct Leaderboard;
+
+impl Projection for Leaderboard {
+    const NAME: &'static str = "leaderboard";
+    type View = LeaderboardView;
+
+    fn apply(view: &mut LeaderboardView, event: &EventRecord) {
+        if event.aggregate_type != DEBATE_AGGREGATE || event.event_type != "ConsensusComputed" {
+            return;
+        }
+        if let Ok(DebateEvent::ConsensusComputed { result, .. }) =
+            serde_json::from_value::<DebateEvent>(event.payload.clone())
+        {
+            rate(view, &result);
+        }
+    }
+}
+
+fn score(result: &ConsensusResult, choice: VoteChoice) -> f64 {
+    let reached = result.status == ConsensusStatus::ConsensusReached;
+    match (choice, reached) {
+        (VoteChoice::AgreeWithModifications, _) => 0.5,
+        (VoteChoice::Agree, true) | (VoteChoice::Disagree, false) => 1.0,
+        _ => 0.0,
+    }
+}
+
+fn rate(view: &mut LeaderboardView, result: &ConsensusResult) {
+    let mut players: Vec<(String, f64)> = result
+        .votes
+        .iter()
+        .map(|v| (v.agent.clone(), score(result, v.choice)))
+        .collect();
+    for failed in &result.failed_agents {
+        if !players.iter().any(|(a, _)| a == failed) {
+            players.push((failed.clone(), 0.0));
+        }
+    }
+    let before: Vec<f64> = players
+        .iter()
+        .map(|(a, _)| view.agents.get(a).map_or(START_RATING, |r| r.elo))
+        .collect();
+    let opponents = players.len().saturating_sub(1).max(1) as f64;
+    for (i, (agent, mine)) in players.iter().enumerate() {
+        let rating = view.agents.entry(agent.clone()).or_default();
+        rating.debates += 1;
+        if result.failed_agents.contains(agent) {
+            rating.failures += 1;
+        }
+        let mut change = 0.0;
+        for (j, (_, theirs)) in players.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let expected = 1.0 / (1.0 + 10f64.powf((before[j] - before[i]) / 400.0));
+            let actual = if mine > theirs {
+                rating.wins += 1;
+                1.0
+            } else if mine < theirs {
+                rating.losses += 1;
+                0.0
+            } else {
+                rating.draws += 1;
+                0.5
+            };
+            change += K_FACTOR * (actual - expected);
+        }
+        rating.elo = before[i] + change / opponents;
+    }
+}

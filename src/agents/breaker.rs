@@ -1,0 +1,338 @@
+//! A circuit breaker per agent, so that an agent whose provider keeps failing
+//! is refused at once instead of costing every debate a full timeout.
+//!
+//! Closed → 5 consecutive failures → Open (calls refused) → after the
+//! recovery time → HalfOpen (calls go through) → 2 consecutive successes →
+//! Closed; any failure while half-open reopens it with a fresh timer.
+//! Throttling (429, quota) is neither a success nor a failure: the provider
+//! works, it is just busy, and the fallback may cover for it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// Consecutive failures that open a closed breaker.
+const FAILURES_TO_OPEN: u32 = 5;
+/// Consecutive successes that close a half-open breaker.
+const SUCCESSES_TO_CLOSE: u32 = 2;
+
+/// How one attempt counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    Success,
+    Failure,
+    /// Rate limited or out of quota: does not count either way.
+    Neutral,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Closed,
+    Open { until: Instant },
+    HalfOpen,
+}
+
+/// One agent's breaker: a pure state machine driven by the caller's clock.
+#[derive(Debug, Clone)]
+pub(super) struct Breaker {
+    state: State,
+    recovery: Duration,
+    consecutive_failures: u32,
+    consecutive_successes: u32,
+    total_failures: u64,
+    total_successes: u64,
+}
+
+impl Breaker {
+    pub(super) fn new(recovery: Duration) -> Self {
+        Self {
+            state: State::Closed,
+            recovery,
+            consecutive_failures: 0,
+            consecutive_successes: 0,
+            total_failures: 0,
+            total_successes: 0,
+        }
+    }
+
+    /// Lets a call through, or says how long until one may try.
+    pub(super) fn admit(&mut self, now: Instant) -> Result<(), Duration> {
+        match self.state {
+            State::Open { until } if now < until => Err(until - now),
+            State::Open { .. } => {
+                self.state = State::HalfOpen;
+                self.consecutive_successes = 0;
+                Ok(())
+            }
+            State::Closed | State::HalfOpen => Ok(()),
+        }
+    }
+
+    pub(super) fn record(&mut self, outcome: Outcome, now: Instant) {
+        match outcome {
+            Outcome::Neutral => {}
+            Outcome::Success => {
+                self.total_successes += 1;
+                self.consecutive_successes = self.consecutive_successes.saturating_add(1);
+                self.consecutive_failures = 0;
+                if self.state == State::HalfOpen && self.consecutive_successes >= SUCCESSES_TO_CLOSE
+                {
+                    self.state = State::Closed;
+                }
+            }
+            Outcome::Failure => {
+                self.total_failures += 1;
+                self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+                self.consecutive_successes = 0;
+                let reopen = match self.state {
+                    State::Closed => self.consecutive_failures >= FAILURES_TO_OPEN,
+                    State::HalfOpen => true,
+                    // A call admitted before the breaker opened: the timer
+                    // already runs; restarting it would punish slow calls.
+                    State::Open { .. } => false,
+                };
+                if reopen {
+                    // An absurd recovery setting must not panic on overflow.
+                    let until = now.checked_add(self.recovery).unwrap_or(now);
+                    self.state = State::Open { until };
+                }
+            }
+        }
+    }
+
+    pub(super) fn state_name(&self) -> &'static str {
+        match self.state {
+            State::Closed => "closed",
+            State::Open { .. } => "open",
+            State::HalfOpen => "half_open",
+        }
+    }
+
+    /// The `service_circuit_breaker_state` value: 0 closed, 1 half-open, 2 open.
+    fn gauge(&self) -> f64 {
+        match self.state {
+            State::Closed => 0.0,
+            State::HalfOpen => 1.0,
+            State::Open { .. } => 2.0,
+        }
+    }
+
+    fn status(&self, agent: &str, now: Instant) -> BreakerStatus {
+        BreakerStatus {
+            agent: agent.to_owned(),
+            state: self.state_name(),
+            consecutive_failures: self.consecutive_failures,
+            consecutive_successes: self.consecutive_successes,
+            retry_in_seconds: match self.state {
+                State::Open { until } => Some(whole_seconds(until.saturating_duration_since(now))),
+                _ => None,
+            },
+            total_failures: self.total_failures,
+            total_successes: self.total_successes,
+        }
+    }
+}
+
+/// Seconds rounded up, so "retry in 0 s" is never said while still open.
+pub(super) fn whole_seconds(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// One agent's breaker as the status API shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BreakerStatus {
+    pub agent: String,
+    /// `closed`, `open` or `half_open`.
+    pub state: &'static str,
+    pub consecutive_failures: u32,
+    pub consecutive_successes: u32,
+    /// Seconds until a call may try again, when open.
+    pub retry_in_seconds: Option<u64>,
+    pub total_failures: u64,
+    pub total_successes: u64,
+}
+
+/// Every agent's breaker, created at its first call. The lock is held only
+/// for a state update, never across a provider call.
+#[derive(Debug)]
+pub(super) struct Breakers {
+    recovery: Duration,
+    map: Mutex<HashMap<String, Breaker>>,
+}
+
+impl Breakers {
+    pub(super) fn new(recovery: Duration) -> Self {
+        Self {
+            recovery,
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn with<T>(&self, agent: &str, f: impl FnOnce(&mut Breaker) -> T) -> T {
+        // A panic elsewhere while holding the lock leaves the map usable.
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let breaker = match map.get_mut(agent) {
+            Some(b) => b,
+            None => {
+                let b = map
+                    .entry(agent.to_owned())
+                    .or_insert_with(|| Breaker::new(self.recovery));
+                set_gauge(agent, b);
+                b
+            }
+        };
+        let before = breaker.state_name();
+        let out = f(breaker);
+        if breaker.state_name() != before {
+            tracing::warn!(
+                agent,
+                from = before,
+                to = breaker.state_name(),
+                "circuit breaker changed state"
+            );
+            set_gauge(agent, breaker);
+        }
+        out
+    }
+
+    pub(super) fn admit(&self, agent: &str, now: Instant) -> Result<(), Duration> {
+        self.with(agent, |b| b.admit(now))
+    }
+
+    pub(super) fn record(&self, agent: &str, outcome: Outcome, now: Instant) {
+        if outcome != Outcome::Neutral {
+            self.with(agent, |b| b.record(outcome, now));
+        }
+    }
+
+    pub(super) fn statuses(&self, now: Instant) -> Vec<BreakerStatus> {
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all: Vec<BreakerStatus> = map.iter().map(|(a, b)| b.status(a, now)).collect();
+        drop(map);
+        all.sort_by(|a, b| a.agent.cmp(&b.agent));
+        all
+    }
+}
+
+fn set_gauge(agent: &str, breaker: &Breaker) {
+    metrics::gauge!("service_circuit_breaker_state", "agent" => super::label(agent))
+        .set(breaker.gauge());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECOVERY: Duration = Duration::from_secs(60);
+
+    fn failures(b: &mut Breaker, n: u32, now: Instant) {
+        for _ in 0..n {
+            assert_eq!(b.admit(now), Ok(()));
+            b.record(Outcome::Failure, now);
+        }
+    }
+
+    #[test]
+    fn five_failures_open_it_and_calls_are_refused_until_recovery() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(RECOVERY);
+        failures(&mut b, 4, t0);
+        assert_eq!(b.state_name(), "closed");
+        failures(&mut b, 1, t0);
+        assert_eq!(b.state_name(), "open");
+        assert_eq!(b.gauge(), 2.0);
+        let later = t0 + Duration::from_millis(500);
+        assert_eq!(b.admit(later), Err(RECOVERY - Duration::from_millis(500)));
+        let status = b.status("a", later);
+        assert_eq!(status.retry_in_seconds, Some(60));
+        assert_eq!((status.consecutive_failures, status.total_failures), (5, 5));
+    }
+
+    #[test]
+    fn open_becomes_half_open_then_two_successes_close_it() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(RECOVERY);
+        failures(&mut b, 5, t0);
+        let t1 = t0 + RECOVERY;
+        assert_eq!(b.admit(t1), Ok(()));
+        assert_eq!(b.state_name(), "half_open");
+        assert_eq!(b.gauge(), 1.0);
+        assert_eq!(b.status("a", t1).retry_in_seconds, None);
+        b.record(Outcome::Success, t1);
+        assert_eq!(b.state_name(), "half_open");
+        assert_eq!(b.admit(t1), Ok(()));
+        b.record(Outcome::Success, t1);
+        assert_eq!(b.state_name(), "closed");
+        assert_eq!(b.gauge(), 0.0);
+        assert_eq!(b.total_successes, 2);
+    }
+
+    #[test]
+    fn a_failure_while_half_open_reopens_with_a_fresh_timer() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(RECOVERY);
+        failures(&mut b, 5, t0);
+        let t1 = t0 + RECOVERY + Duration::from_secs(5);
+        assert_eq!(b.admit(t1), Ok(()));
+        b.record(Outcome::Success, t1);
+        b.record(Outcome::Failure, t1);
+        assert_eq!(b.state_name(), "open");
+        assert_eq!(
+            b.admit(t1 + Duration::from_secs(59)),
+            Err(Duration::from_secs(1))
+        );
+        assert_eq!(b.admit(t1 + RECOVERY), Ok(()));
+    }
+
+    #[test]
+    fn throttling_never_counts() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(RECOVERY);
+        failures(&mut b, 4, t0);
+        for _ in 0..20 {
+            b.record(Outcome::Neutral, t0);
+        }
+        assert_eq!(b.state_name(), "closed");
+        assert_eq!(
+            (b.consecutive_failures, b.total_failures, b.total_successes),
+            (4, 4, 0)
+        );
+        // Nor does it break a run of failures: the fifth still opens it.
+        failures(&mut b, 1, t0);
+        assert_eq!(b.state_name(), "open");
+    }
+
+    #[test]
+    fn a_success_resets_the_failure_count() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(RECOVERY);
+        failures(&mut b, 4, t0);
+        b.record(Outcome::Success, t0);
+        assert_eq!((b.consecutive_failures, b.consecutive_successes), (0, 1));
+        failures(&mut b, 4, t0);
+        assert_eq!(b.state_name(), "closed");
+        assert_eq!(b.consecutive_successes, 0);
+        failures(&mut b, 1, t0);
+        assert_eq!(b.state_name(), "open");
+    }
+
+    #[test]
+    fn the_registry_keeps_one_breaker_per_agent_sorted() {
+        let breakers = Breakers::new(RECOVERY);
+        let now = Instant::now();
+        for _ in 0..5 {
+            breakers.record("zed", Outcome::Failure, now);
+        }
+        assert_eq!(breakers.admit("alpha", now), Ok(()));
+        breakers.record("alpha", Outcome::Neutral, now);
+        assert!(breakers.admit("zed", now).is_err());
+        let statuses = breakers.statuses(now);
+        let names: Vec<(&str, &str)> = statuses
+            .iter()
+            .map(|s| (s.agent.as_str(), s.state))
+            .collect();
+        assert_eq!(names, [("alpha", "closed"), ("zed", "open")]);
+    }
+}

@@ -1,0 +1,135 @@
+//! AI provider and debate-runner settings (§1, §8.2): provider keys, base
+//! URLs, timeouts, the circuit breaker and the concurrency limit.
+
+use std::time::Duration;
+
+use super::values::{ConfigError, Secret, Vars};
+
+/// One provider's key and address.
+#[derive(Debug, Clone)]
+pub struct ProviderSettings {
+    /// The key; `None` leaves the provider unavailable.
+    pub key: Option<Secret>,
+    /// The base URL calls go to (no trailing slash).
+    pub base_url: String,
+}
+
+impl ProviderSettings {
+    fn read<F: Fn(&str) -> Option<String>>(
+        vars: &Vars<F>,
+        key_var: &str,
+        url_var: &str,
+        default_url: &str,
+    ) -> Self {
+        Self {
+            key: vars.get(key_var).map(Secret::new),
+            base_url: vars
+                .get(url_var)
+                .unwrap_or_else(|| default_url.to_owned())
+                .trim_end_matches('/')
+                .to_owned(),
+        }
+    }
+}
+
+/// How debates reach their agents and how many run at once.
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    /// `ANTHROPIC_API_KEY`, `SERVICE_ANTHROPIC_BASE_URL` (default https://api.anthropic.com).
+    pub anthropic: ProviderSettings,
+    /// `OPENAI_API_KEY`, `SERVICE_OPENAI_BASE_URL` (default https://api.openai.com/v1).
+    pub openai: ProviderSettings,
+    /// `OPENROUTER_API_KEY`, `SERVICE_OPENROUTER_BASE_URL` (default https://openrouter.ai/api/v1).
+    /// Also the fallback on a 429 or quota error from any other provider.
+    pub openrouter: ProviderSettings,
+    /// `MISTRAL_API_KEY`, `SERVICE_MISTRAL_BASE_URL` (default https://api.mistral.ai/v1).
+    pub mistral: ProviderSettings,
+    /// `GEMINI_API_KEY`, `SERVICE_GEMINI_BASE_URL` (default https://generativelanguage.googleapis.com/v1beta).
+    pub gemini: ProviderSettings,
+    /// `XAI_API_KEY`, `SERVICE_XAI_BASE_URL` (default https://api.x.ai/v1).
+    pub xai: ProviderSettings,
+    /// `SERVICE_OPENAI_COMPATIBLE_URL` (e.g. http://127.0.0.1:11434/v1 for
+    /// Ollama) and optional `SERVICE_OPENAI_COMPATIBLE_KEY`: a local server
+    /// speaking the Chat Completions API. Available when the URL is set.
+    pub compatible: Option<ProviderSettings>,
+    /// `SERVICE_AGENT_TIMEOUT_SECONDS`: longest one agent call may take. Default 90.
+    pub agent_timeout: Duration,
+    /// `SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS`: how long an open breaker
+    /// waits before letting a trial call through (half-open). Default 60.
+    pub breaker_recovery: Duration,
+    /// `SERVICE_MAX_CONCURRENT_DEBATES`: debates running at once on this
+    /// replica; the rest wait as `pending`. Default 20.
+    pub max_concurrent_debates: usize,
+    /// `SERVICE_DEBATE_LEASE_SECONDS`: on PostgreSQL, how long a replica's
+    /// claim on a running debate lasts without renewal before another replica
+    /// (or the same one, restarted) may take it over. Default 30.
+    pub debate_lease: Duration,
+    /// `SERVICE_SHUTDOWN_GRACE_SECONDS`: on SIGTERM, how long running debates
+    /// may take to finish before the service stops anyway (they resume at
+    /// the next start). Default 120.
+    pub shutdown_grace: Duration,
+}
+
+impl AgentSettings {
+    pub(super) fn read<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<Self, ConfigError> {
+        let compatible = vars
+            .get("SERVICE_OPENAI_COMPATIBLE_URL")
+            .map(|url| ProviderSettings {
+                key: vars.get("SERVICE_OPENAI_COMPATIBLE_KEY").map(Secret::new),
+                base_url: url.trim_end_matches('/').to_owned(),
+            });
+        Ok(Self {
+            anthropic: ProviderSettings::read(
+                vars,
+                "ANTHROPIC_API_KEY",
+                "SERVICE_ANTHROPIC_BASE_URL",
+                "https://api.anthropic.com",
+            ),
+            openai: ProviderSettings::read(
+                vars,
+                "OPENAI_API_KEY",
+                "SERVICE_OPENAI_BASE_URL",
+                "https://api.openai.com/v1",
+            ),
+            openrouter: ProviderSettings::read(
+                vars,
+                "OPENROUTER_API_KEY",
+                "SERVICE_OPENROUTER_BASE_URL",
+                "https://openrouter.ai/api/v1",
+            ),
+            mistral: ProviderSettings::read(
+                vars,
+                "MISTRAL_API_KEY",
+                "SERVICE_MISTRAL_BASE_URL",
+                "https://api.mistral.ai/v1",
+            ),
+            gemini: ProviderSettings::read(
+                vars,
+                "GEMINI_API_KEY",
+                "SERVICE_GEMINI_BASE_URL",
+                "https://generativelanguage.googleapis.com/v1beta",
+            ),
+            xai: ProviderSettings::read(
+                vars,
+                "XAI_API_KEY",
+                "SERVICE_XAI_BASE_URL",
+                "https://api.x.ai/v1",
+            ),
+            compatible,
+            agent_timeout: Duration::from_secs(
+                vars.positive("SERVICE_AGENT_TIMEOUT_SECONDS", 90)?.into(),
+            ),
+            breaker_recovery: Duration::from_secs(
+                vars.positive("SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS", 60)?
+                    .into(),
+            ),
+            max_concurrent_debates: vars.positive("SERVICE_MAX_CONCURRENT_DEBATES", 20)? as usize,
+            debate_lease: Duration::from_secs(
+                vars.positive("SERVICE_DEBATE_LEASE_SECONDS", 30)?.into(),
+            ),
+            shutdown_grace: Duration::from_secs(
+                vars.positive("SERVICE_SHUTDOWN_GRACE_SECONDS", 120)?.into(),
+            ),
+        })
+    }
+}

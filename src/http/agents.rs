@@ -1,0 +1,166 @@
+//! §4.3 agent operations: provider and circuit-breaker health, and the
+//! ELO leaderboard kept by the `leaderboard` projection.
+
+use agon_projections::Leaderboard;
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::routes;
+
+use super::error::ApiError;
+use super::extract::ApiQuery;
+use super::routes::{RouteSpec, Routes};
+use crate::agents::{BreakerStatus, ProviderStatus};
+use crate::app::App;
+use crate::projection::load_view;
+
+pub fn routes() -> Routes {
+    Routes::new()
+        .add(routes!(agents_health), RouteSpec::new())
+        .add(
+            routes!(circuit_breakers),
+            RouteSpec::new()
+                .also_at("/api/circuit-breakers")
+                .also_at("/api/system/circuit-breakers"),
+        )
+        .add(
+            routes!(leaderboard),
+            RouteSpec::new().v2_at("/api/v2/agents/leaderboard"),
+        )
+        .add(
+            routes!(rankings),
+            RouteSpec::new().v2_at("/api/v2/agents/rankings"),
+        )
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentsHealth {
+    /// `healthy`, or `degraded` while a breaker is open.
+    pub status: String,
+    /// Demo agents need no key and are always available.
+    pub demo_available: bool,
+    /// Each provider: configured or not (and the variable it needs), default model, base URL.
+    #[schema(value_type = Vec<Object>)]
+    pub providers: Vec<ProviderStatus>,
+    #[schema(value_type = Vec<Object>)]
+    pub circuit_breakers: Vec<BreakerStatus>,
+    /// Agents whose breaker is open.
+    pub open: Vec<String>,
+}
+
+fn open_breakers(breakers: &[BreakerStatus]) -> Vec<String> {
+    breakers
+        .iter()
+        .filter(|b| b.state == "open")
+        .map(|b| b.agent.clone())
+        .collect()
+}
+
+/// Providers and their keys, and every agent's circuit breaker.
+#[utoipa::path(get, path = "/api/agents/health", tag = "operations",
+    responses((status = 200, body = AgentsHealth)))]
+async fn agents_health(State(app): State<App>) -> Json<AgentsHealth> {
+    let breakers = app.agents.breakers();
+    let open = open_breakers(&breakers);
+    Json(AgentsHealth {
+        status: if open.is_empty() { "healthy" } else { "degraded" }.to_owned(),
+        demo_available: true,
+        providers: app.agents.providers(),
+        circuit_breakers: breakers,
+        open,
+    })
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CircuitBreakers {
+    /// One per agent that has made a call: state closed, half_open or open.
+    #[schema(value_type = Vec<Object>)]
+    pub circuit_breakers: Vec<BreakerStatus>,
+    pub open: Vec<String>,
+    pub total: usize,
+}
+
+/// Every agent's circuit breaker (5 failures open it, 60 s to half-open, 2 successes close it).
+#[utoipa::path(get, path = "/api/agents/circuit-breakers", tag = "operations",
+    responses((status = 200, body = CircuitBreakers)))]
+async fn circuit_breakers(State(app): State<App>) -> Json<CircuitBreakers> {
+    let breakers = app.agents.breakers();
+    Json(CircuitBreakers {
+        open: open_breakers(&breakers),
+        total: breakers.len(),
+        circuit_breakers: breakers,
+    })
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RankingQuery {
+    /// How many agents, default 20, at most 100.
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ranked {
+    pub rank: usize,
+    pub name: String,
+    pub elo: f64,
+    pub debates: u64,
+    pub wins: u64,
+    pub losses: u64,
+    pub draws: u64,
+    /// Debates in which the agent failed.
+    pub failures: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Rankings {
+    pub agents: Vec<Ranked>,
+    /// Every ranked agent, over all pages.
+    pub total: usize,
+}
+
+async fn ranked(app: &App, limit: Option<u32>) -> Result<Rankings, ApiError> {
+    let limit = super::debates::page_limit(limit)?;
+    let view = load_view::<Leaderboard>(&app.log).await?;
+    let ranked = view.ranked();
+    Ok(Rankings {
+        total: ranked.len(),
+        agents: ranked
+            .into_iter()
+            .take(limit as usize)
+            .enumerate()
+            .map(|(i, (name, r))| Ranked {
+                rank: i + 1,
+                name: name.clone(),
+                elo: (r.elo * 10.0).round() / 10.0,
+                debates: r.debates,
+                wins: r.wins,
+                losses: r.losses,
+                draws: r.draws,
+                failures: r.failures,
+            })
+            .collect(),
+    })
+}
+
+/// Agents by ELO (from 1500, K 32; README "Leaderboard"), best first.
+#[utoipa::path(get, path = "/api/leaderboard", tag = "agents", params(RankingQuery),
+    responses((status = 200, body = Rankings)))]
+async fn leaderboard(
+    State(app): State<App>,
+    ApiQuery(query): ApiQuery<RankingQuery>,
+) -> Result<Json<Rankings>, ApiError> {
+    Ok(Json(ranked(&app, query.limit).await?))
+}
+
+/// The same rankings under their other name.
+#[utoipa::path(get, path = "/api/leaderboard/rankings", tag = "agents", params(RankingQuery),
+    responses((status = 200, body = Rankings)))]
+async fn rankings(
+    State(app): State<App>,
+    ApiQuery(query): ApiQuery<RankingQuery>,
+) -> Result<Json<Rankings>, ApiError> {
+    Ok(Json(ranked(&app, query.limit).await?))
+}

@@ -1,0 +1,149 @@
+//! `GET /api/debates/export`: the caller's debate history as one JSON
+//! document, as JSON lines, or as CSV (one row per debate).
+
+use agon_projections::Debates;
+use axum::extract::State;
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::read::{filter_for, status_filter};
+use super::views::{DebateDetail, DebateSummary};
+use crate::app::App;
+use crate::auth::Caller;
+use crate::http::error::ApiError;
+use crate::http::extract::ApiQuery;
+use crate::projection::Documents;
+
+/// Most debates one export holds (newest first).
+pub const MAX_EXPORT: u32 = 10_000;
+const PAGE: u32 = 500;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ExportQuery {
+    /// json (default), ndjson or csv.
+    pub format: Option<String>,
+    /// Only debates with this status.
+    pub status: Option<String>,
+    /// At most this many debates (default and maximum 10000).
+    pub limit: Option<u32>,
+}
+
+/// Exports the caller's debates (every debate for admins), newest first.
+#[utoipa::path(get, path = "/api/debates/export", tag = "debates", params(ExportQuery),
+    responses((status = 200, description = "JSON {debates, count}, JSON lines, or CSV",
+        content(("application/json"), ("application/x-ndjson"), ("text/csv"))),
+        (status = 400, description = "Unknown format or status")))]
+pub async fn export_debates(
+    State(app): State<App>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ExportQuery>,
+) -> Result<Response, ApiError> {
+    let format = query.format.as_deref().unwrap_or("json").to_ascii_lowercase();
+    if !matches!(format.as_str(), "json" | "ndjson" | "csv") {
+        return Err(ApiError::bad_request("format must be json, ndjson or csv"));
+    }
+    let limit = query.limit.unwrap_or(MAX_EXPORT);
+    if !(1..=MAX_EXPORT).contains(&limit) {
+        return Err(ApiError::bad_request(format!("limit must be between 1 and {MAX_EXPORT}")));
+    }
+    let state = status_filter(query.status.as_deref())?;
+    let documents = Documents::new(app.log.clone());
+    let mut debates = Vec::new();
+    while (debates.len() as u32) < limit {
+        let want = PAGE.min(limit - debates.len() as u32);
+        let (page, _) = documents
+            .list::<Debates>(filter_for(&caller, state), want, debates.len() as u64)
+            .await?;
+        let last = page.len() < want as usize;
+        debates.extend(page);
+        if last {
+            break;
+        }
+    }
+    let (content_type, body) = match format.as_str() {
+        "ndjson" => (
+            "application/x-ndjson",
+            debates
+                .iter()
+                .map(|d| serde_json::to_string(&DebateDetail::from(d)).unwrap_or_default() + "\n")
+                .collect::<String>(),
+        ),
+        "csv" => ("text/csv; charset=utf-8", csv(&debates)),
+        _ => {
+            let details: Vec<DebateDetail> = debates.iter().map(DebateDetail::from).collect();
+            let body = serde_json::json!({
+                "debates": details,
+                "count": details.len(),
+                "exported_at": app.clock.now(),
+            });
+            ("application/json", body.to_string())
+        }
+    };
+    let file = format!("attachment; filename=\"debates.{format}\"");
+    Ok(([(CONTENT_TYPE, content_type.to_owned()), (CONTENT_DISPOSITION, file)], body).into_response())
+}
+
+const CSV_HEADER: &str = "id,topic,status,agents,rounds,created_at,completed_at,consensus_status,confidence,agree,agree_with_modifications,disagree,summary,error\n";
+
+fn csv(debates: &[agon_aggregates::debate::Debate]) -> String {
+    let mut out = String::from(CSV_HEADER);
+    for debate in debates {
+        let summary = DebateSummary::from(debate);
+        let consensus = debate.consensus.as_ref();
+        let votes = consensus.map(|c| c.voting_summary).unwrap_or_default();
+        let time = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.to_rfc3339()).unwrap_or_default();
+        let fields = [
+            summary.id,
+            summary.topic,
+            summary.status,
+            summary.agents.join(";"),
+            summary.rounds.to_string(),
+            time(summary.created_at),
+            time(summary.completed_at),
+            summary.consensus_status.unwrap_or_default(),
+            summary.confidence.map(|c| format!("{c:.4}")).unwrap_or_default(),
+            votes.agree.to_string(),
+            votes.agree_with_modifications.to_string(),
+            votes.disagree.to_string(),
+            consensus.map(|c| c.summary.clone()).unwrap_or_default(),
+            summary.error.unwrap_or_default(),
+        ];
+        let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// RFC 4180 quoting; a leading `=`, `+`, `-` or `@` is defused so that a
+/// spreadsheet does not run a topic as a formula.
+fn csv_field(text: &str) -> String {
+    let defused = if text.starts_with(['=', '+', '-', '@']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    };
+    if defused.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", defused.replace('"', "\"\""))
+    } else {
+        defused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_field;
+
+    #[test]
+    fn csv_fields_are_quoted_and_formulas_defused() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("=1+1"), "'=1+1");
+        assert_eq!(csv_field("line\nbreak"), "\"line\nbreak\"");
+    }
+}

@@ -1,0 +1,41 @@
+//! §4.2 debates: create ([`create`]), read ([`read`]) and export
+//! ([`export`]); every read comes from the `debates` read model and every
+//! write is a command on the Debate aggregate.
+
+mod create;
+mod export;
+mod read;
+pub mod views;
+
+use utoipa_axum::routes;
+
+use super::ratelimit::{Action, PathLimit};
+use super::routes::{RouteSpec, Routes};
+
+pub use read::{DEFAULT_LIMIT, MAX_BATCH, MAX_LIMIT, page_limit};
+
+pub fn routes() -> Routes {
+    Routes::new()
+        .add(
+            routes!(create::create_debate),
+            RouteSpec::new()
+                .action(Action::DebateCreate)
+                .deprecated_alias("/api/debate")
+                .deprecated_alias("/api/debate/new")
+                .deprecated_alias("/api/debates/start"),
+        )
+        .add(
+            routes!(read::list_debates),
+            RouteSpec::new()
+                .limit(PathLimit::Endpoint(60))
+                .deprecated_alias("/api/debates/list"),
+        )
+        .add(routes!(read::get_debate), RouteSpec::new())
+        .add(routes!(read::list_messages), RouteSpec::new())
+        .add(routes!(read::get_consensus), RouteSpec::new())
+        .add(routes!(read::batch_debates), RouteSpec::new())
+        .add(
+            routes!(export::export_debates),
+            RouteSpec::new().action(Action::Export).raw(),
+        )
+}

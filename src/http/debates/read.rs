@@ -1,0 +1,274 @@
+//! Reading debates: list, detail, messages, consensus and batch fetch, all
+//! from the `debates` read model.
+
+use agon_aggregates::debate::{Debate, DebateStatus};
+use agon_projections::Debates;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::{IntoParams, ToSchema};
+
+use super::views::{ConsensusBody, DebateDetail, DebateSummary, MessageView};
+use crate::app::App;
+use crate::auth::Caller;
+use crate::debates::visible;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::projection::{Documents, ListFilter};
+
+/// Default page size of debate listings (§8.2).
+pub const DEFAULT_LIMIT: u32 = 20;
+/// Largest page a listing returns.
+pub const MAX_LIMIT: u32 = 100;
+/// Most ids one batch fetch takes.
+pub const MAX_BATCH: usize = 100;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// pending, running, paused, completed or failed.
+    pub status: Option<String>,
+    /// Page size, default 20, at most 100.
+    pub limit: Option<u32>,
+    pub offset: Option<u64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DebateList {
+    pub debates: Vec<DebateSummary>,
+    /// Debates matching the filter, over all pages.
+    pub total: u64,
+    pub count: usize,
+    pub limit: u32,
+    pub offset: u64,
+}
+
+/// The page size a query asks for, checked.
+pub fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
+    match limit {
+        None => Ok(DEFAULT_LIMIT),
+        Some(limit) if (1..=MAX_LIMIT).contains(&limit) => Ok(limit),
+        Some(_) => Err(ApiError::bad_request(format!("limit must be between 1 and {MAX_LIMIT}"))),
+    }
+}
+
+/// The listing filter a caller gets: admins see every debate, others their own.
+pub fn filter_for<'a>(caller: &'a Caller, state: Option<&'a str>) -> ListFilter<'a> {
+    ListFilter {
+        owner: (!caller.is_admin()).then_some(caller.user_id.as_str()),
+        state,
+    }
+}
+
+/// A status filter, checked.
+pub fn status_filter(status: Option<&str>) -> Result<Option<&str>, ApiError> {
+    match status {
+        None => Ok(None),
+        Some(text) => DebateStatus::parse(text)
+            .map(|s| Some(s.as_str()))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "status must be one of pending, running, paused, completed, failed",
+                )
+            }),
+    }
+}
+
+/// Lists the caller's debates (every debate for admins), newest first.
+#[utoipa::path(get, path = "/api/debates", tag = "debates", params(ListQuery),
+    responses((status = 200, body = DebateList)))]
+pub async fn list_debates(
+    State(app): State<App>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<DebateList>, ApiError> {
+    let limit = page_limit(query.limit)?;
+    let offset = query.offset.unwrap_or(0);
+    let state = status_filter(query.status.as_deref())?;
+    let (debates, total) = Documents::new(app.log.clone())
+        .list::<Debates>(filter_for(&caller, state), limit, offset)
+        .await?;
+    Ok(Json(DebateList {
+        count: debates.len(),
+        debates: debates.iter().map(DebateSummary::from).collect(),
+        total,
+        limit,
+        offset,
+    }))
+}
+
+/// The debate `id` if the caller may see it (404 otherwise: its existence is not revealed).
+pub async fn find(app: &App, caller: &Caller, id: &str) -> Result<Debate, ApiError> {
+    Documents::new(app.log.clone())
+        .get::<Debates>(id)
+        .await?
+        .filter(|debate| visible(caller, debate))
+        .ok_or_else(|| ApiError::NotFound {
+            resource_type: "debate",
+            resource_id: Some(id.to_owned()),
+        })
+}
+
+/// A debate with every message, its synthesis, votes and consensus.
+#[utoipa::path(get, path = "/api/debates/{id}", tag = "debates",
+    params(("id" = String, Path)),
+    responses((status = 200, body = DebateDetail), (status = 404, description = "No such debate")))]
+pub async fn get_debate(
+    State(app): State<App>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<DebateDetail>, ApiError> {
+    Ok(Json(DebateDetail::from(&find(&app, &caller, &id).await?)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Page size, default 20, at most 100.
+    pub limit: Option<u32>,
+    pub offset: Option<u64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessagePage {
+    pub debate_id: String,
+    pub messages: Vec<MessageView>,
+    pub total: usize,
+    pub count: usize,
+    pub limit: u32,
+    pub offset: u64,
+}
+
+/// A debate's messages in the order recorded, a page at a time.
+#[utoipa::path(get, path = "/api/debates/{id}/messages", tag = "debates",
+    params(("id" = String, Path), PageQuery),
+    responses((status = 200, body = MessagePage), (status = 404, description = "No such debate")))]
+pub async fn list_messages(
+    State(app): State<App>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> Result<Json<MessagePage>, ApiError> {
+    let limit = page_limit(query.limit)?;
+    let offset = query.offset.unwrap_or(0);
+    let debate = find(&app, &caller, &id).await?;
+    let start = usize::try_from(offset).unwrap_or(usize::MAX);
+    let messages: Vec<MessageView> = debate
+        .messages
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take(limit as usize)
+        .map(|(i, m)| MessageView::of(i, m))
+        .collect();
+    Ok(Json(MessagePage {
+        debate_id: debate.id,
+        total: debate.messages.len(),
+        count: messages.len(),
+        messages,
+        limit,
+        offset,
+    }))
+}
+
+/// While a debate runs, its consensus does not exist yet.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConsensusPending {
+    pub debate_id: String,
+    /// pending, running or paused.
+    pub status: String,
+    pub message: String,
+    /// Always null until the debate completes.
+    #[schema(value_type = Option<Object>)]
+    pub consensus: Option<()>,
+}
+
+/// The consensus of a completed debate (§2.1). While the debate is pending,
+/// running or paused: 202 with its status; when it failed: 409 with the reason.
+#[utoipa::path(get, path = "/api/debates/{id}/consensus", tag = "debates",
+    params(("id" = String, Path)),
+    responses((status = 200, body = ConsensusBody),
+        (status = 202, body = ConsensusPending, description = "Still running: poll again"),
+        (status = 404, description = "No such debate"),
+        (status = 409, description = "The debate failed; no consensus")))]
+pub async fn get_consensus(
+    State(app): State<App>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    let debate = find(&app, &caller, &id).await?;
+    if let Some(body) = ConsensusBody::of(&debate) {
+        return Ok(Json(body).into_response());
+    }
+    if debate.status == DebateStatus::Failed {
+        return Err(ApiError::Conflict(format!(
+            "Debate failed without a consensus: {}",
+            debate.failure_reason.unwrap_or_default()
+        )));
+    }
+    let status = debate.status.as_str().to_owned();
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(ConsensusPending {
+            debate_id: debate.id,
+            message: format!("The debate is {status}; its consensus is computed when it completes"),
+            status,
+            consensus: None,
+        }),
+    )
+        .into_response())
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchBody {
+    /// At most 100 debate ids.
+    pub debate_ids: Vec<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchResult {
+    pub debates: Vec<DebateDetail>,
+    /// Requested ids that name no debate the caller may see.
+    pub not_found: Vec<String>,
+    pub count: usize,
+}
+
+/// Fetches up to 100 debates at once; unknown ids are listed, not fatal.
+#[utoipa::path(post, path = "/api/debates/batch", tag = "debates",
+    request_body = BatchBody,
+    responses((status = 200, body = BatchResult), (status = 400, description = "More than 100 ids")))]
+pub async fn batch_debates(
+    State(app): State<App>,
+    caller: Caller,
+    ApiJson(body): ApiJson<BatchBody>,
+) -> Result<Json<BatchResult>, ApiError> {
+    if body.debate_ids.len() > MAX_BATCH {
+        return Err(ApiError::BadRequest {
+            message: format!("debate_ids holds at most {MAX_BATCH} ids"),
+            details: json!({"max": MAX_BATCH, "given": body.debate_ids.len()}),
+        });
+    }
+    let mut ids = body.debate_ids;
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(id.clone()));
+    let found = Documents::new(app.log.clone()).many::<Debates>(&ids).await?;
+    let mut debates = Vec::with_capacity(found.len());
+    let mut not_found = Vec::new();
+    for id in &ids {
+        match found.iter().find(|d| &d.id == id && visible(&caller, d)) {
+            Some(debate) => debates.push(DebateDetail::from(debate)),
+            None => not_found.push(id.clone()),
+        }
+    }
+    Ok(Json(BatchResult {
+        count: debates.len(),
+        debates,
+        not_found,
+    }))
+}

@@ -1,0 +1,351 @@
+//! The debate runner, a process manager: it learns of debates from the
+//! event stream, starts them in creation order while fewer than
+//! `SERVICE_MAX_CONCURRENT_DEBATES` run, and drives each to its end.
+//!
+//! It keeps no state the log lacks. At start it looks in the log for every
+//! unfinished debate and continues it from its last recorded contribution;
+//! on PostgreSQL a lease per debate keeps two replicas from driving one
+//! debate, and a replica that stops renewing loses it to the others.
+
+mod drive;
+mod lease;
+mod turns;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agon_projections::admin_stats::{DEBATE_AGGREGATE, DEBATE_TERMINAL_EVENTS};
+use agon_projections::{Cursor, EventRecord};
+use async_trait::async_trait;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+use agon_aggregates::CommandMeta;
+use agon_aggregates::debate::{Debate, DebateCommand};
+
+use crate::agents::Agents;
+use crate::bus::Consumer;
+use crate::clock::Clock;
+use crate::config::AgentSettings;
+use crate::store::{EventLog, StoreError};
+use lease::Leases;
+
+/// How long a debate whose drive failed (a store outage) waits before another try.
+const RETRY_DELAY: Duration = Duration::from_secs(2);
+/// Events that put a debate in the runner's queue.
+const WAKING_EVENTS: [&str; 2] = ["DebateCreated", "DebateResumed"];
+
+/// Runs debates; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    log: EventLog,
+    agents: Agents,
+    clock: Clock,
+    limit: usize,
+    slots: Arc<Semaphore>,
+    leases: Option<Leases>,
+    /// Debates waiting for a slot, oldest first.
+    queue: Mutex<VecDeque<String>>,
+    /// Debates queued or running here, so none is taken twice.
+    known: Mutex<HashSet<String>>,
+    /// Debates whose lease this replica holds.
+    leased: Mutex<HashSet<String>>,
+    wake: Notify,
+    accepting: AtomicBool,
+    drives: Mutex<JoinSet<()>>,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Inner {
+    fn holds_lease(&self, id: &str) -> bool {
+        self.leases.is_none() || locked(&self.leased).contains(id)
+    }
+
+    fn enqueue(&self, id: &str) {
+        if locked(&self.known).insert(id.to_owned()) {
+            locked(&self.queue).push_back(id.to_owned());
+            self.wake.notify_one();
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        locked(&self.known).remove(id);
+        locked(&self.leased).remove(id);
+    }
+}
+
+impl Runner {
+    pub fn new(log: EventLog, agents: Agents, clock: Clock, settings: &AgentSettings) -> Self {
+        let limit = settings.max_concurrent_debates.max(1);
+        Self {
+            inner: Arc::new(Inner {
+                leases: Leases::for_store(&log, settings.debate_lease),
+                log,
+                agents,
+                clock,
+                limit,
+                slots: Arc::new(Semaphore::new(limit)),
+                queue: Mutex::default(),
+                known: Mutex::default(),
+                leased: Mutex::default(),
+                wake: Notify::new(),
+                accepting: AtomicBool::new(true),
+                drives: Mutex::new(JoinSet::new()),
+            }),
+        }
+    }
+
+    /// Debates running on this replica now.
+    pub fn running(&self) -> usize {
+        self.inner.limit - self.inner.slots.available_permits()
+    }
+
+    /// Debates waiting for a slot on this replica.
+    pub fn waiting(&self) -> usize {
+        locked(&self.inner.queue).len()
+    }
+
+    /// The consumer that tells the runner of new and resumed debates.
+    /// It starts at the feed's head: what came before, the start-up scan finds.
+    pub async fn feed(&self) -> Result<Arc<dyn Consumer>, StoreError> {
+        let head = self.inner.log.feed_head().await?;
+        Ok(Arc::new(Feed {
+            inner: self.inner.clone(),
+            cursor: Mutex::new(head),
+        }))
+    }
+
+    /// Queues every unfinished debate in the log, then starts debates as
+    /// slots free up, until `stop`.
+    pub fn spawn(&self, stop: &CancellationToken) -> JoinHandle<()> {
+        let (inner, stop) = (self.inner.clone(), stop.clone());
+        tokio::spawn(async move { dispatch(inner, stop).await })
+    }
+
+    /// Starts a new debate at once when a slot is free and nothing waits
+    /// before it, so that its creator sees it `running`; otherwise it waits
+    /// in the queue (the feed brings it). Returns the debate as it now stands.
+    pub async fn admit(&self, debate: Debate) -> Debate {
+        let inner = &self.inner;
+        if !inner.accepting.load(Ordering::SeqCst) || !locked(&inner.queue).is_empty() {
+            return debate;
+        }
+        let Ok(slot) = inner.slots.clone().try_acquire_owned() else {
+            return debate;
+        };
+        let id = debate.id.clone();
+        if !locked(&inner.known).insert(id.clone()) {
+            return debate;
+        }
+        if !claim(inner, &id).await {
+            return debate;
+        }
+        let command = DebateCommand::Start {
+            at: inner.clock.now(),
+        };
+        let started = match inner
+            .log
+            .execute::<Debate>(&id, command, CommandMeta::by("runner"))
+            .await
+        {
+            Ok(done) => done.state,
+            Err(e) => {
+                tracing::warn!(debate = %id, error = %e, "cannot start debate");
+                release(inner, &id).await;
+                inner.forget(&id);
+                return debate;
+            }
+        };
+        let task_inner = inner.clone();
+        locked(&inner.drives).spawn(async move {
+            let _slot = slot;
+            drive_claimed(task_inner, id).await;
+        });
+        started
+    }
+
+    /// Stops taking debates and waits up to `grace` for running ones to finish;
+    /// those still running then are cut off (they resume at the next start).
+    pub async fn drain(&self, grace: Duration) {
+        self.inner.accepting.store(false, Ordering::SeqCst);
+        self.inner.wake.notify_one();
+        let all = u32::try_from(self.inner.limit).unwrap_or(u32::MAX);
+        let finished = tokio::time::timeout(grace, self.inner.slots.acquire_many(all)).await;
+        if finished.is_err() {
+            tracing::warn!(
+                running = self.running(),
+                "debates still running after the shutdown grace; they resume at the next start"
+            );
+        }
+        locked(&self.inner.drives).abort_all();
+    }
+}
+
+/// Queues unfinished debates from the log; on PostgreSQL again every lease
+/// period, to take over debates whose replica stopped.
+async fn scan(inner: &Inner) {
+    match inner
+        .log
+        .open_streams(DEBATE_AGGREGATE, &DEBATE_TERMINAL_EVENTS)
+        .await
+    {
+        Ok(ids) => ids.iter().for_each(|id| inner.enqueue(id)),
+        Err(e) => tracing::warn!(error = %e, "cannot list unfinished debates"),
+    }
+}
+
+async fn dispatch(inner: Arc<Inner>, stop: CancellationToken) {
+    scan(&inner).await;
+    let rescan = inner.leases.as_ref().map(Leases::ttl);
+    if let Some(period) = rescan {
+        let (inner, stop) = (inner.clone(), stop.clone());
+        tokio::spawn(async move {
+            while crate::bus::pause(&stop, period).await {
+                scan(&inner).await;
+            }
+        });
+    }
+    loop {
+        let slot = tokio::select! {
+            () = stop.cancelled() => return,
+            slot = inner.slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return,
+            },
+        };
+        let id = loop {
+            if !inner.accepting.load(Ordering::SeqCst) {
+                return;
+            }
+            if let Some(id) = locked(&inner.queue).pop_front() {
+                break id;
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = inner.wake.notified() => {}
+            }
+        };
+        let task_inner = inner.clone();
+        locked(&inner.drives).spawn(async move {
+            let _slot = slot;
+            run_one(task_inner, id).await;
+        });
+    }
+}
+
+/// Claims, drives and releases one debate.
+async fn run_one(inner: Arc<Inner>, id: String) {
+    if claim(&inner, &id).await {
+        drive_claimed(inner, id).await;
+    }
+}
+
+/// Takes the lease on `id` (always granted on the embedded store); when it
+/// cannot, the debate is left to its holder or to a later try.
+async fn claim(inner: &Arc<Inner>, id: &str) -> bool {
+    let Some(leases) = &inner.leases else {
+        return true;
+    };
+    match leases.claim(id).await {
+        Ok(true) => {
+            locked(&inner.leased).insert(id.to_owned());
+            true
+        }
+        Ok(false) => {
+            // Another replica drives it; the rescan looks again later.
+            inner.forget(id);
+            false
+        }
+        Err(e) => {
+            tracing::warn!(debate = %id, error = %e, "cannot claim debate");
+            retry_later(inner.clone(), id.to_owned());
+            false
+        }
+    }
+}
+
+async fn release(inner: &Inner, id: &str) {
+    if let Some(leases) = &inner.leases
+        && let Err(e) = leases.release(id).await
+    {
+        tracing::warn!(debate = %id, error = %e, "cannot release debate");
+    }
+}
+
+/// Drives a claimed debate, renewing the claim meanwhile, then lets it go.
+async fn drive_claimed(inner: Arc<Inner>, id: String) {
+    let renewal = inner.leases.clone().map(|leases| {
+        let (inner, id) = (inner.clone(), id.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(leases.ttl() / 3).await;
+                if !matches!(leases.claim(&id).await, Ok(true)) {
+                    locked(&inner.leased).remove(&id);
+                    return;
+                }
+            }
+        })
+    });
+    let result = drive::drive(inner.clone(), id.clone()).await;
+    if let Some(renewal) = renewal {
+        renewal.abort();
+    }
+    release(&inner, &id).await;
+    match result {
+        Ok(()) | Err(drive::DriveError::LeaseLost) => inner.forget(&id),
+        Err(e) => {
+            tracing::warn!(debate = %id, error = %e, "debate stopped; retrying");
+            retry_later(inner, id);
+        }
+    }
+}
+
+fn retry_later(inner: Arc<Inner>, id: String) {
+    tokio::spawn(async move {
+        tokio::time::sleep(RETRY_DELAY).await;
+        inner.forget(&id);
+        inner.enqueue(&id);
+    });
+}
+
+/// The runner's view of the event stream: new and resumed debates.
+struct Feed {
+    inner: Arc<Inner>,
+    cursor: Mutex<Cursor>,
+}
+
+#[async_trait]
+impl Consumer for Feed {
+    fn name(&self) -> &str {
+        "debate_runner"
+    }
+
+    async fn checkpoint(&self) -> Result<Cursor, StoreError> {
+        Ok(*locked(&self.cursor))
+    }
+
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError> {
+        for event in batch {
+            if event.aggregate_type == DEBATE_AGGREGATE
+                && WAKING_EVENTS.contains(&event.event_type.as_str())
+            {
+                self.inner.enqueue(&event.aggregate_id);
+            }
+        }
+        if let Some(last) = batch.last() {
+            *locked(&self.cursor) = last.cursor;
+        }
+        Ok(())
+    }
+}
