@@ -38,6 +38,11 @@ struct Voice {
     concession: &'static str,
     rebuttal: &'static str,
     custom: &'static str,
+    /// Vote thresholds on the share of the agent's claims the draft reflects.
+    agree_at: f64,
+    modify_at: f64,
+    /// Whether a draft missing the agent's main concern gets a disagree regardless.
+    concern_decides: bool,
 }
 
 const VOICES: [Voice; 5] = [
@@ -60,6 +65,9 @@ const VOICES: [Voice; 5] = [
         concession: "I accept that waiting on {k} has a cost too, so I will name what would change my mind instead of waiting indefinitely.",
         rebuttal: "That does not move me: the cost of waiting on {k} is larger than the cost of acting.",
         custom: "For {p}, I would push to settle the question on {k} now rather than reopen it.",
+        agree_at: 0.4,
+        modify_at: 0.15,
+        concern_decides: false,
     },
     Voice {
         label: "cautiously in favour",
@@ -80,6 +88,9 @@ const VOICES: [Voice; 5] = [
         concession: "I accept a pilot and a review point on {k} before any full rollout.",
         rebuttal: "A phased approach on {k} already answers most of that.",
         custom: "For {p}, the useful next step is to agree a pilot on {k} and what would count as success.",
+        agree_at: 0.7,
+        modify_at: 0.3,
+        concern_decides: false,
     },
     Voice {
         label: "pragmatic middle ground",
@@ -100,6 +111,9 @@ const VOICES: [Voice; 5] = [
         concession: "I accept exemptions wherever the cost on {k} clearly outweighs the gain.",
         rebuttal: "The trade-off on {k} still favours a middle course.",
         custom: "For {p}, let us list the trade-offs on {k} and keep the options with the best ratio.",
+        agree_at: 0.6,
+        modify_at: 0.25,
+        concern_decides: false,
     },
     Voice {
         label: "sceptical",
@@ -120,6 +134,9 @@ const VOICES: [Voice; 5] = [
         concession: "I accept that the evidence on {k} should be published and checked before the decision is final.",
         rebuttal: "That still does not supply the missing evidence on {k}.",
         custom: "For {p}, I would ask each side for its best evidence on {k} before moving on.",
+        agree_at: 0.85,
+        modify_at: 0.0,
+        concern_decides: true,
     },
     Voice {
         label: "risk-focused",
@@ -140,35 +157,28 @@ const VOICES: [Voice; 5] = [
         concession: "I add a safeguard on {k}: a clear trigger to pause if harms appear.",
         rebuttal: "The downside on {k} remains the deciding factor for me.",
         custom: "For {p}, I would list what could go wrong on {k} and who would be hurt.",
+        agree_at: 0.85,
+        modify_at: 0.0,
+        concern_decides: true,
     },
 ];
 
 /// True for `demo` and `demo-<anything>` (the prefix in any case).
 pub fn is_demo(name: &str) -> bool {
-    let Some(prefix) = name.get(..4) else {
-        return false;
-    };
-    prefix.eq_ignore_ascii_case("demo")
-        && (name.len() == 4
-            || name[4..]
-                .strip_prefix('-')
-                .is_some_and(|rest| !rest.is_empty()))
+    let (prefix, rest) = name.split_at_checked(4).unwrap_or(("", ""));
+    prefix.eq_ignore_ascii_case("demo") && (rest.is_empty() || (rest.len() > 1 && rest.starts_with('-')))
 }
 
 /// A demo agent's reply: the same turn always yields the same bytes.
 pub fn respond(turn: &Turn) -> Reply {
-    let speaker = Speaker::new(turn);
+    let me = Speaker::new(turn);
     let content = match &turn.task {
-        Task::Opening => speaker.opening(),
-        Task::Critique { targets } => speaker.critique(targets),
-        Task::Revision { own, critiques } => speaker.revision(own, critiques),
-        Task::Custom { phase, transcript } => speaker.custom(phase, transcript),
-        Task::Synthesis { positions } => speaker.synthesis(positions),
-        Task::Vote {
-            summary,
-            key_points,
-            own,
-        } => speaker.vote(summary, key_points, own),
+        Task::Opening => me.opening(),
+        Task::Critique { targets } => me.critique(targets),
+        Task::Revision { own, critiques } => me.revision(own, critiques),
+        Task::Custom { phase, transcript } => me.custom(phase, transcript),
+        Task::Synthesis { positions } => me.synthesis(positions),
+        Task::Vote { summary, key_points, own } => me.vote(summary, key_points, own),
     };
     let usage = Usage {
         provider: "demo".to_owned(),
@@ -185,13 +195,10 @@ pub fn respond(turn: &Turn) -> Reply {
 /// names that differ in one trailing letter.
 fn hash(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for byte in part.bytes().chain([0xff]) {
-            h = (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
+    for byte in parts.iter().flat_map(|part| part.bytes().chain([0xff])) {
+        h = (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
     }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^ (h >> 33)
 }
 
@@ -199,9 +206,9 @@ fn pick(seed: u64, len: usize) -> usize {
     (seed % len.max(1) as u64) as usize
 }
 
-/// The stance is the topic's hash shifted by the byte sum of the name, so that
-/// names differing in one nearby letter (`demo-a`, `demo-b`, `demo-c`) always land
-/// on different stances while the topic still decides which ones.
+/// The topic's hash shifted by the byte sum of the name: names differing in one
+/// nearby letter (`demo-a`, `demo-b`, `demo-c`) always land on different
+/// stances, while the topic still decides which ones.
 fn stance_index(topic: &str, agent: &str) -> usize {
     let shift: u64 = agent.bytes().map(u64::from).sum();
     ((hash(&[topic.trim()]) % 5 + shift % 5) % 5) as usize
@@ -221,30 +228,22 @@ const STOPWORDS: [&str; 106] = [
     "would", "yes", "you", "your",
 ];
 
-fn is_stopword(word: &str) -> bool {
-    STOPWORDS.binary_search(&word).is_ok()
-}
-
 /// Distinct lowercase content words of `text` in order of appearance, skipping `exclude`.
-fn content_words(text: &str, min_chars: usize, exclude: &[String], max: usize) -> Vec<String> {
+fn content_words(text: &str, min_len: usize, exclude: &[String], max: usize) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for token in truncate_chars(text, SCAN_CHARS).split(|c: char| !c.is_alphanumeric()) {
         if words.len() >= max {
             break;
         }
-        if token.len() < min_chars
-            || token.chars().count() < min_chars
-            || token.bytes().all(|b| b.is_ascii_digit())
-        {
+        if token.chars().count() < min_len || token.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
         // Most tokens are already lowercase; only allocate for the rest.
-        let word = if token.bytes().any(|b| b.is_ascii_uppercase()) || !token.is_ascii() {
-            Cow::Owned(token.to_lowercase())
-        } else {
-            Cow::Borrowed(token)
+        let word = match token.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+            true => Cow::Owned(token.to_lowercase()),
+            false => Cow::Borrowed(token),
         };
-        if !is_stopword(&word)
+        if STOPWORDS.binary_search(&word.as_ref()).is_err()
             && !exclude.iter().any(|e| e.eq_ignore_ascii_case(&word))
             && !words.iter().any(|w| *w == *word)
         {
@@ -254,65 +253,38 @@ fn content_words(text: &str, min_chars: usize, exclude: &[String], max: usize) -
     words
 }
 
-/// Up to four topic words for the templates; three-letter words only when
-/// nothing longer exists, since they are mostly verbs ("ban", "end").
+/// Up to four topic words in the topic's own casing ("Mars"); three-letter
+/// words only when nothing longer exists, since they are mostly verbs ("ban").
 fn topic_keywords(topic: &str) -> Vec<String> {
     let long = content_words(topic, 4, &[], 4);
-    let words = if long.is_empty() {
-        content_words(topic, 3, &[], 4)
-    } else {
-        long
-    };
-    // Templates show the topic's own casing ("Mars", "EU"); comparisons ignore case.
+    let words = if long.is_empty() { content_words(topic, 3, &[], 4) } else { long };
     let tokens = topic.split(|c: char| !c.is_alphanumeric());
-    words
-        .into_iter()
-        .map(|word| {
-            tokens
-                .clone()
-                .find(|t| t.to_lowercase() == word)
-                .map_or(word, str::to_owned)
-        })
-        .collect()
+    let original = |word: String| tokens.clone().find(|t| t.to_lowercase() == word).map_or(word, str::to_owned);
+    words.into_iter().map(original).collect()
 }
 
 /// The text after a leading `[demo agent …]` marker, if any.
 fn body(text: &str) -> &str {
     let text = text.trim_start();
-    match text
-        .strip_prefix("[demo agent")
-        .and_then(|rest| rest.split_once(']'))
-    {
-        Some((_, rest)) => rest.trim_start(),
-        None => text,
-    }
+    let after_marker = text.strip_prefix("[demo agent").and_then(|rest| rest.split_once(']'));
+    after_marker.map_or(text, |(_, rest)| rest.trim_start())
 }
 
-/// The agent's own claims as (label, text): labelled lines for demo texts,
-/// otherwise the first sentences.
+/// An agent's claims as (label, text): the labelled lines of a demo text,
+/// otherwise its first sentences.
 fn claims(text: &str) -> Vec<(&'static str, &str)> {
     let text = truncate_chars(body(text), SCAN_CHARS);
-    let labelled: Vec<(&'static str, &str)> = text
-        .lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            CLAIM_LABELS
-                .iter()
-                .find_map(|&label| Some((label, line.strip_prefix(label)?.trim())))
-        })
+    let labelled: Vec<(&'static str, &str)> = (text.lines())
+        .filter_map(|line| CLAIM_LABELS.iter().find_map(|&l| Some((l, line.trim().strip_prefix(l)?.trim()))))
         .collect();
     if !labelled.is_empty() {
         return labelled;
     }
-    sentences(text)
-        .take(6)
-        .map(|sentence| ("", sentence))
-        .collect()
+    sentences(text).take(6).map(|sentence| ("", sentence)).collect()
 }
 
 fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.lines()
-        .flat_map(|line| line.split_inclusive(['.', '!', '?']))
+    (text.lines().flat_map(|line| line.split_inclusive(['.', '!', '?'])))
         .map(|s| s.trim().trim_start_matches(['-', '*', '•', '#', ' ']))
         .filter(|s| s.len() >= 12)
 }
@@ -321,39 +293,26 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
 fn quote(text: &str) -> String {
     let text = text.trim().trim_end_matches(['.', '!', '?', ' ']);
     let clipped = truncate_chars(text, QUOTE_CHARS);
-    if clipped.len() < text.len() {
-        format!("{clipped}…")
-    } else {
-        clipped.to_owned()
-    }
+    if clipped.len() < text.len() { format!("{clipped}…") } else { clipped.to_owned() }
 }
 
 fn upper_first(text: &str) -> String {
     let mut chars = text.chars();
-    chars.next().map_or_else(String::new, |first| {
-        first.to_uppercase().chain(chars).collect()
-    })
+    chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
 }
 
+/// The stance a text declares (demo texts name it in their first line).
 fn detect_stance(text: &str) -> Option<usize> {
     let head = truncate_chars(body(text), 300).to_lowercase();
-    VOICES
-        .iter()
-        .enumerate()
-        .filter_map(|(index, voice)| Some((head.find(voice.label)?, index)))
-        .min()
-        .map(|(_, index)| index)
+    let found = VOICES.iter().enumerate().filter_map(|(i, voice)| Some((head.find(voice.label)?, i)));
+    found.min().map(|(_, index)| index)
 }
 
-/// The stance whose focus stems a critique's own sentences use most.
+/// The stance whose focus stems a critique uses most.
 fn detect_focus(text: &str) -> Option<usize> {
     let text = text.to_lowercase();
-    let counts = VOICES
-        .iter()
-        .map(|v| v.focus.iter().filter(|stem| text.contains(*stem)).count());
-    let (index, best) = counts
-        .enumerate()
-        .max_by_key(|&(index, count)| (count, usize::MAX - index))?;
+    let hits = |voice: &Voice| voice.focus.iter().filter(|stem| text.contains(*stem)).count();
+    let (index, best) = (VOICES.iter().map(hits).enumerate()).max_by_key(|&(i, hits)| (hits, usize::MAX - i))?;
     (best > 0).then_some(index)
 }
 
@@ -363,8 +322,8 @@ fn stance_name(stance: Option<usize>) -> &'static str {
 
 struct Speaker<'t> {
     turn: &'t Turn,
-    voice: &'static Voice,
     stance: usize,
+    voice: &'static Voice,
     seed: u64,
     keywords: Vec<String>,
 }
@@ -372,68 +331,35 @@ struct Speaker<'t> {
 impl<'t> Speaker<'t> {
     fn new(turn: &'t Turn) -> Self {
         let stance = stance_index(&turn.topic, &turn.agent);
-        Speaker {
-            turn,
-            voice: &VOICES[stance],
-            stance,
-            seed: hash(&[turn.topic.trim(), &turn.agent]),
-            keywords: topic_keywords(&turn.topic),
-        }
+        let seed = hash(&[turn.topic.trim(), &turn.agent]);
+        Speaker { turn, stance, voice: &VOICES[stance], seed, keywords: topic_keywords(&turn.topic) }
     }
 
-    fn keyword(&self, salt: u64) -> &str {
-        let index = pick(
-            self.seed.rotate_left(salt as u32 * 7) ^ salt,
-            self.keywords.len(),
-        );
-        self.keywords.get(index).map_or(NO_KEYWORD, String::as_str)
-    }
-
-    fn fill(&self, template: &str, salt: u64) -> String {
-        template.replace("{k}", self.keyword(salt))
+    /// A topic word for the template slot `salt`, varied per agent.
+    fn fill(&self, template: &str, salt: u32) -> String {
+        let index = pick(self.seed.rotate_left(salt * 7) ^ u64::from(salt), self.keywords.len());
+        template.replace("{k}", self.keywords.get(index).map_or(NO_KEYWORD, String::as_str))
     }
 
     fn header(&self, what: &str) -> String {
-        format!(
-            "[demo agent {}] {what} on \"{}\" (round {} of {}): {}.",
-            self.turn.agent,
-            quote(&self.turn.topic),
-            self.turn.round,
-            self.turn.rounds,
-            self.voice.label
-        )
+        let Turn { agent, topic, round, rounds, .. } = self.turn;
+        let topic = quote(topic);
+        format!("[demo agent {agent}] {what} on \"{topic}\" (round {round} of {rounds}): {}.", self.voice.label)
     }
 
-    /// The stance's thesis, two arguments picked by hash and its caveat.
+    /// The stance's thesis, two of its arguments (picked by hash) and its caveat.
     fn core_claims(&self) -> String {
         let first = pick(self.seed, 4);
         let second = (first + 1 + pick(self.seed >> 8, 3)) % 4;
-        format!(
-            "Thesis: {}\nArgument: {}\nArgument: {}\n{}",
-            self.fill(self.voice.thesis, 0),
-            self.fill(self.voice.arguments[first], 1),
-            self.fill(self.voice.arguments[second], 2),
-            self.fill(self.voice.caveat, 3),
-        )
+        let [thesis, one, two] = [self.voice.thesis, self.voice.arguments[first], self.voice.arguments[second]];
+        let (thesis, one, two) = (self.fill(thesis, 0), self.fill(one, 1), self.fill(two, 2));
+        format!("Thesis: {thesis}\nArgument: {one}\nArgument: {two}\n{}", self.fill(self.voice.caveat, 3))
     }
 
     fn opening(&self) -> String {
-        let mut text = format!(
-            "{}\n{}",
-            self.header("Opening position"),
-            self.core_claims()
-        );
-        if let Some(context) = self
-            .turn
-            .context
-            .as_deref()
-            .filter(|c| !c.trim().is_empty())
-        {
-            let _ = write!(
-                text,
-                "\nI read this against the stated context: \"{}\".",
-                quote(context)
-            );
+        let mut text = format!("{}\n{}", self.header("Opening position"), self.core_claims());
+        if let Some(context) = self.turn.context.as_deref().filter(|c| !c.trim().is_empty()) {
+            let _ = write!(text, "\nI read this against the stated context: \"{}\".", quote(context));
         }
         text
     }
@@ -441,91 +367,58 @@ impl<'t> Speaker<'t> {
     fn critique(&self, targets: &[Position]) -> String {
         let mut text = self.header("Critique");
         for (index, target) in targets.iter().take(MAX_LISTED).enumerate() {
-            let target_claims = claims(&target.content);
+            let their_claims = claims(&target.content);
             let salt = hash(&[&target.agent]) ^ u64::from(self.turn.round);
-            let claim = target_claims
-                .get(pick(self.seed ^ salt, target_claims.len().min(4)))
+            let claim = (their_claims.get(pick(self.seed ^ salt, their_claims.len().min(4))))
                 .map_or_else(|| quote(body(&target.content)), |(_, claim)| quote(claim));
-            let target_stance = detect_stance(&target.content);
-            let complaint = self.fill(self.voice.complaints[pick(salt, 2)], index as u64 + 1);
-            let judgement = if target_stance == Some(self.stance) {
-                format!("We share a {} stance, yet {complaint}.", self.voice.label)
-            } else {
-                let complaint = upper_first(&complaint);
-                format!(
-                    "{complaint}; that is the weak spot from where I stand ({}).",
-                    self.voice.label
-                )
+            let their_stance = detect_stance(&target.content);
+            let complaint = self.fill(self.voice.complaints[pick(salt, 2)], index as u32 + 1);
+            let label = self.voice.label;
+            let judgement = match their_stance == Some(self.stance) {
+                true => format!("We share a {label} stance, yet {complaint}."),
+                false => format!("{}; that is the weak spot from where I stand ({label}).", upper_first(&complaint)),
             };
             let lowered = truncate_chars(&target.content, SCAN_CHARS).to_lowercase();
-            let coverage = if self.voice.focus.iter().any(|stem| lowered.contains(stem)) {
-                format!(
-                    "It touches on {}, but only in passing.",
-                    self.voice.focus_topic
-                )
-            } else {
-                format!("Nothing in it addresses {}.", self.voice.focus_topic)
+            let coverage = match self.voice.focus.iter().any(|stem| lowered.contains(stem)) {
+                true => format!("It touches on {}, but only in passing.", self.voice.focus_topic),
+                false => format!("Nothing in it addresses {}.", self.voice.focus_topic),
             };
-            let _ = write!(
-                text,
-                "\nOn {} ({}): you write \"{claim}\". {judgement} {coverage}",
-                target.agent,
-                stance_name(target_stance)
-            );
+            let (agent, stance) = (&target.agent, stance_name(their_stance));
+            let _ = write!(text, "\nOn {agent} ({stance}): you write \"{claim}\". {judgement} {coverage}");
         }
-        if targets.len() > MAX_LISTED {
-            let _ = write!(
-                text,
-                "\n(And {} more positions I leave aside.)",
-                targets.len() - MAX_LISTED
-            );
-        }
-        if targets.is_empty() {
-            text.push_str("\nThere is no other position to critique this round.");
+        match targets.len() {
+            0 => text.push_str("\nThere is no other position to critique this round."),
+            n if n > MAX_LISTED => { let _ = write!(text, "\n(I leave {} more positions aside.)", n - MAX_LISTED); }
+            _ => {}
         }
         text
     }
 
-    /// The critic's words aimed at this agent: the non-quoting sentences after our name.
-    fn words_for_me<'c>(&self, critique: &'c str) -> Vec<&'c str> {
+    /// What a critic said about this agent: the sentences after our name that do
+    /// not quote us (the quote is our own text, not their point).
+    fn said_about_me<'c>(&self, critique: &'c str) -> Vec<&'c str> {
         let text = truncate_chars(body(critique), SCAN_CHARS);
-        let about_me = text
-            .lines()
-            .find_map(|line| line.find(&self.turn.agent).map(|at| &line[at..]))
-            .unwrap_or(text);
+        let about_me = (text.lines().find_map(|line| line.find(&self.turn.agent).map(|at| &line[at..]))).unwrap_or(text);
         let all: Vec<&str> = sentences(about_me).take(6).collect();
-        let own_words: Vec<&str> = all
-            .iter()
-            .copied()
-            .filter(|s| !s.contains(['"', '“']))
-            .collect();
-        if own_words.is_empty() {
-            all.into_iter().take(1).collect()
-        } else {
-            own_words
-        }
+        let theirs: Vec<&str> = all.iter().copied().filter(|s| !s.contains(['"', '“'])).collect();
+        if theirs.is_empty() { all.into_iter().take(1).collect() } else { theirs }
     }
 
+    /// Keeps the stance, concedes to the first critic (in hash order) arguing from
+    /// another stance, rebuts the rest, and carries earlier concessions forward.
     fn revision(&self, own: &str, critiques: &[Position]) -> String {
-        let mut text = format!(
-            "{}\n{}",
-            self.header("Revised position"),
-            self.core_claims()
-        );
+        let mut text = format!("{}\n{}", self.header("Revised position"), self.core_claims());
         let mut conceded: Option<String> = None;
         let start = pick(self.seed ^ u64::from(self.turn.round), critiques.len());
         for offset in 0..critiques.len().min(MAX_LISTED) {
             let critique = &critiques[(start + offset) % critiques.len()];
-            let said = self.words_for_me(&critique.content);
+            let said = self.said_about_me(&critique.content);
             let Some(first) = said.first() else { continue };
             let focus = detect_focus(&said.join(" "));
             let reply = if conceded.is_none() && focus != Some(self.stance) {
                 let change = match focus {
                     Some(index) => self.fill(VOICES[index].concession, 4),
-                    None => format!(
-                        "I will state my assumptions on {} explicitly.",
-                        self.keyword(4)
-                    ),
+                    None => self.fill("I will state my assumptions on {k} explicitly.", 4),
                 };
                 let reply = format!("Fair point, and I change my position: {change}");
                 conceded = Some(change);
@@ -534,58 +427,39 @@ impl<'t> Speaker<'t> {
                 self.fill(self.voice.rebuttal, 5)
             };
             // The clause before a semicolon is the claim itself; the rest is commentary.
-            let claim = first.split(';').next().unwrap_or(first);
-            let _ = write!(
-                text,
-                "\nResponse to {}: they wrote \"{}\". {reply}",
-                critique.agent,
-                quote(claim)
-            );
+            let claim = quote(first.split(';').next().unwrap_or(first));
+            let _ = write!(text, "\nResponse to {}: they wrote \"{claim}\". {reply}", critique.agent);
         }
-        if let Some(change) = &conceded {
-            let _ = write!(text, "\nConcession: {change}");
-        } else if critiques.is_empty() {
-            text.push_str("\nNo critiques reached me this round, so my position stands as stated.");
+        match &conceded {
+            Some(change) => { let _ = write!(text, "\nConcession: {change}"); }
+            None if critiques.is_empty() => text.push_str("\nNo critiques reached me this round; my position stands."),
+            None => {}
         }
-        for (label, earlier) in claims(own)
-            .into_iter()
-            .filter(|(l, _)| *l == "Concession:")
-            .take(2)
-        {
-            if conceded.as_deref() != Some(earlier) {
-                let _ = write!(text, "\n{label} {earlier}");
-            }
+        let earlier = claims(own).into_iter().filter(|&(label, claim)| label == "Concession:" && conceded.as_deref() != Some(claim));
+        for (_, claim) in earlier.take(2) {
+            let _ = write!(text, "\nConcession: {claim}");
         }
         text
     }
 
     fn custom(&self, phase: &str, transcript: &[Position]) -> String {
         let phase = quote(phase);
-        let mut text = format!(
-            "[demo agent {}] Contribution to the \"{phase}\" phase (round {} of {}), from a {} standpoint.",
-            self.turn.agent, self.turn.round, self.turn.rounds, self.voice.label
-        );
+        let mut text = self.header(&format!("Contribution to the \"{phase}\" phase"));
         match transcript.last() {
             Some(latest) => {
-                let latest_claim = claims(&latest.content).first().map_or("", |(_, c)| *c);
-                let _ = write!(
-                    text,
-                    "\nThe transcript has {} entries; the latest, from {}, says \"{}\".",
-                    transcript.len(),
-                    latest.agent,
-                    quote(latest_claim)
-                );
+                let claim = claims(&latest.content).first().map_or(String::new(), |(_, claim)| quote(claim));
+                let (count, agent) = (transcript.len(), &latest.agent);
+                let _ = write!(text, "\nThe transcript has {count} entries; the latest, from {agent}, says \"{claim}\".");
             }
             None => text.push_str("\nThe transcript is empty so far."),
         }
-        let _ = write!(
-            text,
-            "\n{}",
-            self.fill(&self.voice.custom.replace("{p}", &phase), 6)
-        );
+        let _ = write!(text, "\n{}", self.fill(&self.voice.custom.replace("{p}", &phase), 6));
         text
     }
 
+    /// Every agent's thesis plus a hash-picked share of its other claims (ten key
+    /// points at most), and a summary grouping agents by stance with the words
+    /// their claims share.
     fn synthesis(&self, positions: &[Position]) -> String {
         let positions = &positions[..positions.len().min(10)];
         let per_position = (10 / positions.len().max(1)).clamp(1, 3);
@@ -593,37 +467,17 @@ impl<'t> Speaker<'t> {
         let mut key_points = String::new();
         let mut word_counts: Vec<(String, usize)> = Vec::new();
         for position in positions {
-            let stance = detect_stance(&position.content);
-            let group = match stance {
-                Some(0 | 1) => 0,
-                Some(2) | None => 1,
-                Some(_) => 2,
-            };
-            groups[group].push(format!("{} ({})", position.agent, stance_name(stance)));
+            let (agent, stance) = (&position.agent, detect_stance(&position.content));
+            let group = match stance { Some(0 | 1) => 0, Some(2) | None => 1, Some(_) => 2 };
+            groups[group].push(format!("{agent} ({})", stance_name(stance)));
             let found = claims(&position.content);
-            let Some(((_, thesis), rest)) = found.split_first() else {
-                continue;
-            };
-            let _ = write!(
-                key_points,
-                "\n- {} ({}): {}",
-                position.agent,
-                stance_name(stance),
-                quote(thesis)
-            );
-            let start = pick(
-                hash(&[&self.turn.topic, &self.turn.agent, &position.agent]),
-                rest.len(),
-            );
+            let Some(((_, thesis), rest)) = found.split_first() else { continue };
+            let _ = write!(key_points, "\n- {agent} ({}): {}", stance_name(stance), quote(thesis));
+            let start = pick(hash(&[&self.turn.topic, &self.turn.agent, agent]), rest.len());
             for offset in 0..rest.len().min(per_position - 1) {
-                let (_, point) = rest[(start + offset) % rest.len()];
-                let _ = write!(key_points, "\n- {}: {}", position.agent, quote(point));
+                let _ = write!(key_points, "\n- {agent}: {}", quote(rest[(start + offset) % rest.len()].1));
             }
-            let claim_text: String = found
-                .iter()
-                .map(|(_, claim)| *claim)
-                .collect::<Vec<_>>()
-                .join(" ");
+            let claim_text = found.iter().map(|(_, claim)| *claim).collect::<Vec<_>>().join(" ");
             for word in content_words(&claim_text, 4, &self.keywords, 60) {
                 match word_counts.iter_mut().find(|(w, _)| *w == word) {
                     Some((_, count)) => *count += 1,
@@ -633,123 +487,70 @@ impl<'t> Speaker<'t> {
         }
         word_counts.retain(|&(_, count)| count >= 2);
         word_counts.sort_by(|a, b| b.1.cmp(&a.1));
-        let shared: Vec<&str> = word_counts
-            .iter()
-            .take(4)
-            .map(|(w, _)| w.as_str())
-            .collect();
-        let list = |group: &Vec<String>| {
-            if group.is_empty() {
-                "none".to_owned()
-            } else {
-                group.join(", ")
-            }
-        };
-        let shared = if shared.is_empty() {
-            "little beyond the topic itself".to_owned()
-        } else {
-            shared.join(", ")
-        };
+        let shared: Vec<&str> = word_counts.iter().take(4).map(|(w, _)| w.as_str()).collect();
+        let shared = if shared.is_empty() { "little beyond the topic".to_owned() } else { shared.join(", ") };
+        let [favour, middle, critical] = groups.map(|g| if g.is_empty() { "none".to_owned() } else { g.join(", ") });
+        let (agent, count, topic) = (&self.turn.agent, positions.len(), quote(&self.turn.topic));
         format!(
-            "[demo agent {}] Draft consensus assembled from {} positions.\nSUMMARY: {} agents debated \"{}\". \
-             Leaning in favour: {}. Middle ground: {}. Sceptical or risk-focused: {}. Shared ground: {}. \
-             The draft keeps every agent's thesis and up to {} of its other points; anything left out can be \
-             raised in the vote.\nKEY POINTS:{key_points}",
-            self.turn.agent,
-            positions.len(),
-            positions.len(),
-            quote(&self.turn.topic),
-            list(&groups[0]),
-            list(&groups[1]),
-            list(&groups[2]),
-            shared,
-            per_position - 1,
+            "[demo agent {agent}] Draft consensus assembled from {count} positions.\n\
+             SUMMARY: {count} agents debated \"{topic}\". Leaning in favour: {favour}. Middle ground: {middle}. \
+             Sceptical or risk-focused: {critical}. Shared ground: {shared}. The draft keeps every agent's thesis \
+             and up to {} of its other points; anything left out can be raised in the vote.\nKEY POINTS:{key_points}",
+            per_position - 1
         )
     }
 
-    /// Compares the agent's own claims with the draft: a claim counts as reflected
-    /// when at least half of its distinctive words appear in the summary or key points.
+    /// A claim of the agent's own position counts as reflected when at least half
+    /// of its distinctive words appear in the draft; the share reflected, read
+    /// through the stance's thresholds, decides the vote.
     fn vote(&self, summary: &str, key_points: &[String], own: &str) -> String {
-        let mut draft_words: HashSet<String> = HashSet::new();
-        for text in std::iter::once(summary).chain(key_points.iter().map(String::as_str)) {
-            draft_words.extend(content_words(text, 4, &[], 400));
-        }
-        let own_claims = claims(own);
-        let mut reflected: Vec<&str> = Vec::new();
-        let mut missing: Vec<&str> = Vec::new();
-        let mut concern_reflected = None;
-        for (label, claim) in &own_claims {
+        let draft = std::iter::once(summary).chain(key_points.iter().map(String::as_str));
+        let draft_words: HashSet<String> = draft.flat_map(|text| content_words(text, 4, &[], 400)).collect();
+        let (mut reflected, mut missing, mut concern_reflected) = (Vec::new(), Vec::new(), None);
+        for (label, claim) in claims(own) {
             let words = content_words(claim, 4, &self.keywords, 20);
+            let hits = words.iter().filter(|w| draft_words.contains(*w)).count();
             if words.is_empty() {
                 continue;
             }
-            let hits = words.iter().filter(|w| draft_words.contains(*w)).count();
             let is_reflected = hits * 2 >= words.len();
-            if *label == "Main concern:" {
+            if label == "Main concern:" {
                 concern_reflected = Some(is_reflected);
             }
-            if is_reflected {
-                reflected.push(claim)
-            } else {
-                missing.push(claim)
-            }
+            if is_reflected { reflected.push(claim) } else { missing.push(claim) }
         }
         let total = reflected.len() + missing.len();
-        let coverage = if total == 0 {
-            0.0
-        } else {
-            reflected.len() as f64 / total as f64
-        };
+        let coverage = if total == 0 { 0.0 } else { reflected.len() as f64 / total as f64 };
+        let critical = self.voice.concern_decides;
         let concern_reflected = concern_reflected.unwrap_or(coverage >= 0.5);
-        let (agree_at, modify_at) = [
-            (0.4, 0.15),
-            (0.7, 0.3),
-            (0.6, 0.25),
-            (0.85, 0.0),
-            (0.85, 0.0),
-        ][self.stance];
-        let critical = self.stance >= 3;
-        let choice = if critical && !concern_reflected {
-            VoteChoice::Disagree
-        } else if coverage >= agree_at || missing.is_empty() {
-            VoteChoice::Agree
-        } else if coverage >= modify_at {
-            VoteChoice::AgreeWithModifications
+        let (choice, confidence) = if critical && !concern_reflected {
+            (VoteChoice::Disagree, 0.55 + 0.35 * (1.0 - coverage))
+        } else if coverage >= self.voice.agree_at || missing.is_empty() {
+            (VoteChoice::Agree, 0.6 + 0.35 * coverage)
+        } else if coverage >= self.voice.modify_at {
+            (VoteChoice::AgreeWithModifications, 0.45 + 0.35 * coverage)
         } else {
-            VoteChoice::Disagree
+            (VoteChoice::Disagree, 0.55 + 0.35 * (1.0 - coverage))
         };
-        let (choice_word, confidence) = match choice {
-            VoteChoice::Agree => ("agree", 0.6 + 0.35 * coverage),
-            VoteChoice::AgreeWithModifications => {
-                ("agree_with_modifications", 0.45 + 0.35 * coverage)
-            }
-            VoteChoice::Disagree => ("disagree", 0.55 + 0.35 * (1.0 - coverage)),
+        let choice_word = match choice {
+            VoteChoice::Agree => "agree",
+            VoteChoice::AgreeWithModifications => "agree_with_modifications",
+            VoteChoice::Disagree => "disagree",
         };
+        let (agent, label, percent) = (&self.turn.agent, self.voice.label, coverage * 100.0);
         let mut text = format!(
-            "[demo agent {}] Vote on the draft consensus, from a {} standpoint.\nVOTE: {choice_word}\n\
-             CONFIDENCE: {confidence:.2}\nREASONS:\n- {} of my {total} points are reflected in the draft ({:.0}% coverage).",
-            self.turn.agent,
-            self.voice.label,
-            reflected.len(),
-            coverage * 100.0
+            "[demo agent {agent}] Vote on the draft consensus, from a {label} standpoint.\nVOTE: {choice_word}\n\
+             CONFIDENCE: {confidence:.2}\nREASONS:\n- {} of my {total} points are reflected in the draft ({percent:.0}% coverage).",
+            reflected.len()
         );
-        if let Some(claim) = reflected.first() {
-            let _ = write!(text, "\n- Reflected: \"{}\".", quote(claim));
-        }
-        if let Some(claim) = missing.first() {
-            let _ = write!(text, "\n- Missing: \"{}\".", quote(claim));
+        for (what, claim) in [("Reflected", reflected.first()), ("Missing", missing.first())] {
+            if let Some(claim) = claim {
+                let _ = write!(text, "\n- {what}: \"{}\".", quote(claim));
+            }
         }
         if critical {
-            let verdict = if concern_reflected {
-                "is reflected"
-            } else {
-                "is missing, and that decides my vote"
-            };
-            let _ = write!(
-                text,
-                "\n- As a {} agent, my main concern {verdict}.",
-                self.voice.label
-            );
+            let verdict = if concern_reflected { "is reflected" } else { "is missing, and that decides my vote" };
+            let _ = write!(text, "\n- As a {label} agent, my main concern {verdict}.");
         }
         if choice == VoteChoice::AgreeWithModifications {
             text.push_str("\nMODIFICATIONS:");
@@ -760,3 +561,6 @@ impl<'t> Speaker<'t> {
         text
     }
 }
+
+#[cfg(test)]
+mod tests;

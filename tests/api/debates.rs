@@ -1,0 +1,1 @@
+//! Debate endpoints end to end (written by a helper).

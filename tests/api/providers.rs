@@ -1,0 +1,1 @@
+//! Debates against a scripted fake AI provider (written by a helper).

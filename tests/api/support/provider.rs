@@ -1,0 +1,1 @@
+//! A scripted fake AI provider on loopback (written by a helper).
