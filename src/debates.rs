@@ -117,6 +117,11 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
                     "phase {bad:?} is not a phase name (letters, digits, - and _, up to 40)"
                 )));
             }
+            for (i, phase) in phases.iter().enumerate() {
+                if phases[..i].contains(phase) {
+                    return Err(invalid(format!("phase {phase} is listed twice")));
+                }
+            }
             phases
         }
     };

@@ -1,13 +1,30 @@
 #!/usr/bin/env bash
-# Runs the append benchmark on SQLite and on a throwaway PostgreSQL with its
-# default durability settings (fsync and synchronous_commit on).
+# Runs the benchmarks on the embedded store and on a throwaway PostgreSQL with
+# its default durability settings (fsync and synchronous_commit on) plus a
+# JetStream-enabled nats-server: `append` (event store) and `debates`
+# (demo debates over HTTP). `ops/bench/run.sh debates` runs one of them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+command -v nats-server >/dev/null || apt-get install -y nats-server >/dev/null
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-WORK=$(mktemp -d /tmp/agon-bench.XXXXXX); chmod 755 "$WORK"; chown postgres:postgres "$WORK"; mkdir -p "$WORK/pg"; chown postgres:postgres "$WORK/pg"
-stop() { su postgres -s /bin/sh -c "'$PG_BIN/pg_ctl' -D '$WORK/pg' -m fast stop" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+PORT=$(free_port)
+NATS_PORT=$(free_port)
+WORK=$(mktemp -d /tmp/agon-bench.XXXXXX); chmod 755 "$WORK"; chown postgres:postgres "$WORK"; mkdir -p "$WORK/pg" "$WORK/nats"; chown postgres:postgres "$WORK/pg"
+NATS_PID=""
+stop() {
+  [ -n "$NATS_PID" ] && kill "$NATS_PID" 2>/dev/null || true
+  su postgres -s /bin/sh -c "'$PG_BIN/pg_ctl' -D '$WORK/pg' -m fast stop" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
 trap stop EXIT
 su postgres -s /bin/sh -c "'$PG_BIN/initdb' -D '$WORK/pg' -U postgres --auth=trust >/dev/null"
-su postgres -s /bin/sh -c "'$PG_BIN/pg_ctl' -D '$WORK/pg' -l '$WORK/pg.log' -w start -o \"-c listen_addresses=127.0.0.1 -p $PORT -k $WORK\"" >/dev/null
-AGON_BENCH_DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/postgres" cargo bench --bench append
+su postgres -s /bin/sh -c "'$PG_BIN/pg_ctl' -D '$WORK/pg' -l '$WORK/pg.log' -w start -o \"-c listen_addresses=127.0.0.1 -p $PORT -k $WORK -c max_connections=200\"" >/dev/null
+nats-server -js -a 127.0.0.1 -p "$NATS_PORT" -sd "$WORK/nats" >"$WORK/nats.log" 2>&1 &
+NATS_PID=$!
+for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$NATS_PORT) 2>/dev/null && break; sleep 0.1; done
+export AGON_BENCH_DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
+export AGON_BENCH_NATS_URL="nats://127.0.0.1:$NATS_PORT"
+for bench in ${1:-append debates}; do
+  cargo bench --bench "$bench"
+done

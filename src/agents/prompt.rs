@@ -32,15 +32,15 @@ impl Prompt {
 /// UTF-8 and dominated the demo agents' run time. Non-ASCII spaces are rare
 /// enough in prompts not to matter for an estimate.
 pub fn word_count(text: &str) -> u64 {
-    let space = |byte: u8| byte == b' ' || (b'\t'..=b'\r').contains(&byte);
+    let space = |byte: u8| byte == b' ' || byte.wrapping_sub(b'\t') < 5;
     let bytes = text.as_bytes();
     let first = bytes.first().is_some_and(|&byte| !space(byte));
-    // Branch-free over byte pairs so the compiler can vectorise it.
-    let starts: u64 = bytes
-        .windows(2)
-        .map(|pair| u64::from(space(pair[0]) & !space(pair[1])))
+    // Branch-free over zipped byte pairs so the compiler can vectorise it.
+    let pairs = bytes.iter().zip(bytes.get(1..).unwrap_or_default());
+    let starts: usize = pairs
+        .map(|(&a, &b)| usize::from(space(a) & !space(b)))
         .sum();
-    starts + u64::from(first)
+    (starts + usize::from(first)) as u64
 }
 
 /// A drafted consensus as parsed from a synthesis reply.
@@ -293,13 +293,13 @@ pub fn parse_synthesis(text: &str) -> Result<Synthesis, ParseError> {
             continue;
         }
         match (section, summary.as_mut()) {
-            (Some(Label::Summary), Some(summary)) if !line.is_empty() => {
-                if summary.len() < MAX_SUMMARY_CHARS {
-                    if !summary.is_empty() {
-                        summary.push(' ');
-                    }
-                    summary.push_str(line);
+            (Some(Label::Summary), Some(summary))
+                if !line.is_empty() && summary.len() < MAX_SUMMARY_CHARS =>
+            {
+                if !summary.is_empty() {
+                    summary.push(' ');
                 }
+                summary.push_str(line);
             }
             (Some(Label::KeyPoints), _) => {
                 if let Some(item) = bullet(line) {
@@ -398,3 +398,6 @@ fn parse_confidence(value: &str) -> Result<f64, ParseError> {
     }
     Ok(number.clamp(0.0, 1.0))
 }
+
+#[cfg(test)]
+mod tests;

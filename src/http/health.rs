@@ -52,7 +52,8 @@ pub struct Components {
     pub database: &'static str,
     /// `not_configured`, `healthy`, or `unavailable` (rate limits fall back).
     pub redis: &'static str,
-    /// `not_configured` until AI providers are wired.
+    /// `healthy` (every circuit breaker closed or half-open; demo agents are
+    /// always there) or `degraded` while an agent's breaker is open.
     pub agents: &'static str,
     pub event_bus: &'static str,
 }
@@ -120,7 +121,11 @@ impl Probe {
             components: Components {
                 database: self.database,
                 redis: self.redis,
-                agents: "not_configured",
+                agents: if app.agents.breakers().iter().any(|b| b.state == "open") {
+                    "degraded"
+                } else {
+                    "healthy"
+                },
                 event_bus: self.event_bus,
             },
             checks: BTreeMap::from([

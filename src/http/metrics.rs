@@ -37,6 +37,16 @@ pub fn handle() -> PrometheusHandle {
 }
 
 fn describe() {
+    crate::agents::describe_metrics();
+    metrics::describe_counter!("service_debates_total", "Debates created");
+    metrics::describe_counter!(
+        "service_debates_completed",
+        "Debates that completed with a consensus result"
+    );
+    metrics::describe_counter!(
+        "service_debates_failed_total",
+        "Debates that failed (every agent failed, or no vote)"
+    );
     metrics::describe_counter!(
         "service_http_requests_total",
         "HTTP requests answered, by method, route and status"

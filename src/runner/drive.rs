@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use agon_aggregates::CommandMeta;
-use agon_aggregates::debate::{Debate, DebateCommand, DebateError, Next, Outcome, Stage};
+use agon_aggregates::debate::{
+    Debate, DebateCommand, DebateError, DebateEvent, Next, Outcome, Stage,
+};
 use agon_projections::Leaderboard;
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -60,34 +62,39 @@ pub(super) async fn drive(inner: Arc<Inner>, id: String) -> Result<(), DriveErro
         let at = inner.clock.now();
         match held.state().next() {
             Next::Start => {
-                log.run(&mut held, DebateCommand::Start { at }, meta(&id)).await?;
+                let events = log
+                    .run(&mut held, DebateCommand::Start { at }, meta(&id))
+                    .await?;
+                count_endings(&events);
             }
             Next::Work { stage, agents } => run_stage(&inner, &mut held, &stage, &agents).await?,
             Next::Conclude => {
                 let ratings = load_view::<Leaderboard>(log)
                     .await?
                     .ratings(&held.state().agents);
-                let command = DebateCommand::Conclude { weights: ratings, at };
-                log.run(&mut held, command, meta(&id)).await?;
+                let command = DebateCommand::Conclude {
+                    weights: ratings,
+                    at,
+                };
+                count_endings(&log.run(&mut held, command, meta(&id)).await?);
             }
-            Next::Paused | Next::Finished => {
-                finished(held.state());
-                return Ok(());
-            }
+            Next::Paused | Next::Finished => return Ok(()),
         }
     }
 }
 
-/// Counts a debate that reached its end.
-fn finished(debate: &Debate) {
-    match debate.status {
-        agon_aggregates::debate::DebateStatus::Completed => {
-            metrics::counter!("service_debates_completed").increment(1);
+/// Counts debates that the runner's own command ended.
+fn count_endings(events: &[DebateEvent]) {
+    for event in events {
+        match event {
+            DebateEvent::DebateCompleted { .. } => {
+                metrics::counter!("service_debates_completed").increment(1);
+            }
+            DebateEvent::DebateFailed { .. } => {
+                metrics::counter!("service_debates_failed_total").increment(1);
+            }
+            _ => {}
         }
-        agon_aggregates::debate::DebateStatus::Failed => {
-            metrics::counter!("service_debates_failed_total").increment(1);
-        }
-        _ => {}
     }
 }
 
@@ -126,13 +133,14 @@ async fn run_stage(
             .run(held, DebateCommand::Record { outcomes, at }, meta(&id))
             .await
         {
-            Ok(_) => {}
+            Ok(events) => count_endings(&events),
             // Someone else moved the debate on (failed it, another replica):
             // the loop above looks again at what it needs.
             Err(CommandError::Rejected(e)) => {
                 tracing::warn!(debate = %id, error = %e, "answers not recorded");
                 *held = inner.log.load_held::<Debate>(&id).await?;
-                let stuck = matches!(held.state().next(), Next::Work { stage: ref s, .. } if s == stage);
+                let stuck =
+                    matches!(held.state().next(), Next::Work { stage: ref s, .. } if s == stage);
                 return if stuck { Err(e.into()) } else { Ok(()) };
             }
             Err(e) => return Err(e.into()),

@@ -164,7 +164,7 @@ impl Debate {
         outcome: Outcome,
         at: DateTime<Utc>,
     ) -> Result<DebateEvent, DebateError> {
-        let owed = |stage: &Stage, agent: &str| self.missing(stage).iter().any(|a| a == agent);
+        let owed = |stage: Stage, agent: &str| self.owes(&stage, agent);
         match outcome {
             Outcome::Message {
                 step,
@@ -172,7 +172,9 @@ impl Debate {
                 targets,
                 usage,
             } => {
-                self.expect_turn(&step)?;
+                if !owed(turn_stage(&step), &step.agent) {
+                    return Err(unexpected(&step));
+                }
                 Ok(DebateEvent::MessageRecorded {
                     round: step.round,
                     phase: step.phase,
@@ -189,7 +191,7 @@ impl Debate {
                 key_points,
                 usage,
             } => {
-                if !owed(&Stage::Synthesis, &agent) {
+                if !owed(Stage::Synthesis, &agent) {
                     return Err(DebateError::Unexpected(format!("synthesis by {agent}")));
                 }
                 Ok(DebateEvent::SynthesisDrafted {
@@ -208,7 +210,7 @@ impl Debate {
                 modifications,
                 usage,
             } => {
-                if self.synthesis.is_none() || !owed(&Stage::Vote, &agent) {
+                if !owed(Stage::Vote, &agent) {
                     return Err(DebateError::Unexpected(format!("vote by {agent}")));
                 }
                 Ok(DebateEvent::VoteCast {
@@ -226,16 +228,13 @@ impl Debate {
                 })
             }
             Outcome::Failure { step, code, error } => {
-                let expected = match step.phase.as_str() {
-                    "synthesis" => owed(&Stage::Synthesis, &step.agent),
-                    "vote" => self.synthesis.is_some() && owed(&Stage::Vote, &step.agent),
-                    _ => self.expect_turn(&step).is_ok(),
+                let stage = match step.phase.as_str() {
+                    "synthesis" => Stage::Synthesis,
+                    "vote" => Stage::Vote,
+                    _ => turn_stage(&step),
                 };
-                if !expected {
-                    return Err(DebateError::Unexpected(format!(
-                        "failure of {} in {} round {}",
-                        step.agent, step.phase, step.round
-                    )));
+                if !owed(stage, &step.agent) {
+                    return Err(unexpected(&step));
                 }
                 Ok(DebateEvent::AgentFailed {
                     round: step.round,
@@ -249,22 +248,10 @@ impl Debate {
         }
     }
 
-    /// A round turn may be recorded only in the current stage, once per agent.
-    fn expect_turn(&self, step: &Step) -> Result<(), DebateError> {
-        let stage = Stage::Turns {
-            round: step.round,
-            phase: step.phase.clone(),
-        };
-        if self.current_stage().as_ref() == Some(&stage)
-            && self.missing(&stage).iter().any(|a| *a == step.agent)
-        {
-            Ok(())
-        } else {
-            Err(DebateError::Unexpected(format!(
-                "{} in {} round {}",
-                step.agent, step.phase, step.round
-            )))
-        }
+    /// Work is taken only for the stage under way, once per active agent.
+    fn owes(&self, stage: &Stage, agent: &str) -> bool {
+        self.current_stage().as_ref() == Some(stage)
+            && self.missing(stage).iter().any(|a| a == agent)
     }
 
     fn conclude(
@@ -308,6 +295,20 @@ impl Debate {
     }
 }
 
+fn turn_stage(step: &Step) -> Stage {
+    Stage::Turns {
+        round: step.round,
+        phase: step.phase.clone(),
+    }
+}
+
+fn unexpected(step: &Step) -> DebateError {
+    DebateError::Unexpected(format!(
+        "{} in {} round {}",
+        step.agent, step.phase, step.round
+    ))
+}
+
 fn every_agent_failed(debate: &Debate) -> String {
     let causes: Vec<String> = debate
         .failures
@@ -349,6 +350,16 @@ fn validate(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), D
     }
     if protocol.phases.iter().any(|p| p.trim().is_empty()) {
         return invalid("phase names must not be empty");
+    }
+    for (i, phase) in protocol.phases.iter().enumerate() {
+        if protocol.phases[..i].contains(phase) {
+            return Err(DebateError::Invalid(format!("phase {phase} is listed twice")));
+        }
+    }
+    if let Some(judge) = &protocol.judge
+        && !agents.contains(judge)
+    {
+        return Err(DebateError::Invalid(format!("judge {judge} is not one of the agents")));
     }
     Ok(())
 }

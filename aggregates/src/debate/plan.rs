@@ -99,26 +99,29 @@ impl Debate {
 
     pub fn next(&self) -> Next {
         match self.status {
-            DebateStatus::Pending => return Next::Start,
-            DebateStatus::Paused => return Next::Paused,
-            DebateStatus::Completed | DebateStatus::Failed => return Next::Finished,
-            DebateStatus::Running => {}
+            DebateStatus::Pending => Next::Start,
+            DebateStatus::Paused => Next::Paused,
+            DebateStatus::Completed | DebateStatus::Failed => Next::Finished,
+            DebateStatus::Running => match self.current_stage() {
+                Some(stage) => Next::Work {
+                    agents: self.missing(&stage),
+                    stage,
+                },
+                None => Next::Conclude,
+            },
         }
-        for stage in self.stages() {
-            let agents = self.missing(&stage);
-            if !agents.is_empty() {
-                return Next::Work { stage, agents };
-            }
-        }
-        Next::Conclude
     }
 
-    /// The stage the debate is in (the first with work left), for progress displays.
+    /// The first stage with work left, whatever the status (a paused debate
+    /// is still in its stage); none once finished or when only the
+    /// conclusion is left.
     pub fn current_stage(&self) -> Option<Stage> {
-        match self.next() {
-            Next::Work { stage, .. } => Some(stage),
-            _ => None,
+        if self.status.is_finished() {
+            return None;
         }
+        self.stages()
+            .into_iter()
+            .find(|stage| !self.missing(stage).is_empty())
     }
 
     /// The last round the debate runs.

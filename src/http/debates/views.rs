@@ -36,7 +36,11 @@ pub struct DebateSummary {
 
 impl From<&Debate> for DebateSummary {
     fn from(debate: &Debate) -> Self {
-        let (current_round, current_phase) = match debate.current_stage() {
+        let stage = match debate.status {
+            DebateStatus::Running | DebateStatus::Paused => debate.current_stage(),
+            _ => None,
+        };
+        let (current_round, current_phase) = match stage {
             Some(agon_aggregates::debate::Stage::Turns { round, phase }) => (Some(round), Some(phase)),
             Some(agon_aggregates::debate::Stage::Synthesis) => {
                 (Some(debate.last_round()), Some("synthesis".to_owned()))

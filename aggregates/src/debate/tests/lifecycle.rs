@@ -280,7 +280,7 @@ async fn a_checkpoint_records_where_the_debate_is() {
 }
 
 #[tokio::test]
-#[ignore = "bug: a checkpoint of a paused debate records (last round, vote), not where it paused"]
+
 async fn a_checkpoint_of_a_paused_debate_records_where_it_paused() {
     let mut given = running(&["a", "b"], 2);
     given.extend(paused("k1", 0));
@@ -308,7 +308,7 @@ async fn pausing_checkpoints_first_and_only_a_running_debate_pauses() {
     assert_eq!(debate.status, DebateStatus::Paused);
     assert_eq!(debate.checkpoints, names(&["k1"]));
     assert_eq!(debate.next(), Next::Paused);
-    assert_eq!(debate.current_stage(), None);
+    assert_eq!(debate.current_stage(), Some(turns(1, "opening")));
     Given::with(())
         .given(given)
         .when_async(pause())
