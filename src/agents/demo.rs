@@ -8,7 +8,7 @@ use agon_aggregates::debate::VoteChoice;
 use super::prompt::{self, truncate_chars};
 use super::turn::{Position, Reply, Task, Turn, Usage};
 use text::{
-    SCAN_CHARS, body, claims, content_words, hash, pick, quote, sentences, topic_keywords,
+    SCAN_CHARS, body, claims, content_words, hash, pick, quote, sentences, tokens, topic_keywords,
     upper_first,
 };
 use voices::{VOICES, Voice, detect_focus, detect_stance, stance_index, stance_name};
@@ -73,31 +73,18 @@ impl<'t> Speaker<'t> {
         }
     }
 
-    /// A topic word for the template slot `salt`, varied per agent.
+    /// Fills `{k}` with a topic word chosen per agent and template slot.
     fn fill(&self, template: &str, salt: u32) -> String {
-        let index = pick(
-            self.seed.rotate_left(salt * 7) ^ u64::from(salt),
-            self.keywords.len(),
-        );
-        template.replace(
-            "{k}",
-            self.keywords.get(index).map_or(NO_KEYWORD, String::as_str),
-        )
+        let salted = self.seed.rotate_left(salt * 7) ^ u64::from(salt);
+        let keyword = self.keywords.get(pick(salted, self.keywords.len()));
+        template.replace("{k}", keyword.map_or(NO_KEYWORD, String::as_str))
     }
 
     fn header(&self, what: &str) -> String {
-        let Turn {
-            agent,
-            topic,
-            round,
-            rounds,
-            ..
-        } = self.turn;
-        let topic = quote(topic);
-        format!(
-            "[demo agent {agent}] {what} on \"{topic}\" (round {round} of {rounds}): {}.",
-            self.voice.label
-        )
+        let (turn, label) = (self.turn, self.voice.label);
+        let (agent, topic, round, rounds) =
+            (&turn.agent, quote(&turn.topic), turn.round, turn.rounds);
+        format!("[demo agent {agent}] {what} on \"{topic}\" (round {round} of {rounds}): {label}.")
     }
 
     /// The stance's thesis, two of its arguments (picked by hash) and its caveat.
@@ -162,10 +149,14 @@ impl<'t> Speaker<'t> {
                 ),
                 false => format!("Nothing in it addresses {}.", self.voice.focus_topic),
             };
+            let cited = match claim.is_empty() {
+                true => "you state nothing I can quote".to_owned(),
+                false => format!("you write \"{claim}\""),
+            };
             let (agent, stance) = (&target.agent, stance_name(their_stance));
             let _ = write!(
                 text,
-                "\nOn {agent} ({stance}): you write \"{claim}\". {judgement} {coverage}"
+                "\nOn {agent} ({stance}): {cited}. {judgement} {coverage}"
             );
         }
         match targets.len() {
@@ -371,9 +362,7 @@ impl<'t> Speaker<'t> {
             draft.push('\n');
             draft.push_str(&truncate_chars(point, 600).to_lowercase());
         }
-        let mut draft_words: Vec<&str> = (draft.split(|c: char| !c.is_alphanumeric()))
-            .filter(|word| word.len() >= 4)
-            .collect();
+        let mut draft_words: Vec<&str> = tokens(&draft).filter(|word| word.len() >= 4).collect();
         draft_words.sort_unstable();
         draft_words.dedup();
         let (mut reflected, mut missing, mut concern_reflected) = (Vec::new(), Vec::new(), None);

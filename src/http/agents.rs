@@ -98,6 +98,7 @@ async fn circuit_breakers(State(app): State<App>) -> Json<CircuitBreakers> {
 #[into_params(parameter_in = Query)]
 pub struct RankingQuery {
     /// How many agents, default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
 }
 

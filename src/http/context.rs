@@ -37,7 +37,7 @@ pub async fn context(
 ) -> Response {
     let started = Instant::now();
     let request_id = RequestId(request_id(request.headers()).into());
-    let mount = matched.and_then(|m| platform.routes.get(m.as_str()).cloned());
+    let mount = matched.and_then(|m| platform.routes.get(m.as_str(), request.method()).cloned());
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let span = tracing::info_span!(

@@ -136,6 +136,9 @@ pub struct Mount {
     pub successor: Option<String>,
     pub limit: Option<PathLimit>,
     pub action: Action,
+    /// The HTTP methods (lowercase) this mount's handler serves; another
+    /// handler may serve other methods at the same path.
+    pub methods: Vec<&'static str>,
 }
 
 impl Mount {
@@ -174,16 +177,28 @@ pub enum Access {
     Permission(Permission),
 }
 
+/// HTTP methods as OpenAPI names them.
+pub const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
 /// Every mount, by path template.
 #[derive(Debug, Default)]
 pub struct RouteTable {
     mounts: Vec<Arc<Mount>>,
-    by_path: HashMap<String, Arc<Mount>>,
+    by_path: HashMap<String, Vec<Arc<Mount>>>,
 }
 
 impl RouteTable {
-    pub fn get(&self, path: &str) -> Option<&Arc<Mount>> {
-        self.by_path.get(path)
+    /// The mount serving `method` at `path` (any mount of the path when
+    /// none serves the method: it answers 405 the same way).
+    pub fn get(&self, path: &str, method: &axum::http::Method) -> Option<&Arc<Mount>> {
+        let mounts = self.by_path.get(path)?;
+        let wanted = method.as_str().to_ascii_lowercase();
+        mounts
+            .iter()
+            .find(|m| m.methods.contains(&wanted.as_str()))
+            .or_else(|| mounts.first())
     }
 
     pub fn mounts(&self) -> &[Arc<Mount>] {
@@ -218,8 +233,13 @@ impl Routes {
     /// Registers handlers made by `utoipa_axum::routes!` (one path each).
     pub fn add(mut self, routes: UtoipaMethodRouter<App>, spec: RouteSpec) -> Self {
         let (schemas, paths, method_router) = routes;
-        for canonical in paths.paths.keys() {
-            for mount in mounts_for(canonical, &spec) {
+        for (canonical, item) in &paths.paths {
+            let item = serde_json::to_value(item).unwrap_or_default();
+            let methods: Vec<&'static str> = METHODS
+                .into_iter()
+                .filter(|m| item.get(*m).is_some())
+                .collect();
+            for mount in mounts_for(canonical, &spec, &methods) {
                 self.router = self.router.route(&mount.path, method_router.clone());
                 self.mounts.push(mount);
             }
@@ -241,14 +261,18 @@ impl Routes {
         let mut table = RouteTable::default();
         for mount in self.mounts {
             let mount = Arc::new(mount);
-            table.by_path.insert(mount.path.clone(), mount.clone());
+            table
+                .by_path
+                .entry(mount.path.clone())
+                .or_default()
+                .push(mount.clone());
             table.mounts.push(mount);
         }
         (self.router, table, self.paths, self.schemas)
     }
 }
 
-fn mounts_for(canonical: &str, spec: &RouteSpec) -> Vec<Mount> {
+fn mounts_for(canonical: &str, spec: &RouteSpec, methods: &[&'static str]) -> Vec<Mount> {
     let mount = |path: String, kind: MountKind, successor: Option<String>| Mount {
         path,
         access: spec.access,
@@ -259,6 +283,7 @@ fn mounts_for(canonical: &str, spec: &RouteSpec) -> Vec<Mount> {
         successor,
         limit: spec.limit,
         action: spec.action,
+        methods: methods.to_vec(),
     };
     let mut mounts = Vec::new();
     if !spec.versioned {
@@ -316,7 +341,7 @@ mod tests {
     #[test]
     fn a_renamed_route_is_mounted_at_every_version() {
         let spec = RouteSpec::new().v2_at("/api/v2/system/health");
-        let paths: Vec<_> = mounts_for("/api/health", &spec)
+        let paths: Vec<_> = mounts_for("/api/health", &spec, &["get"])
             .into_iter()
             .map(|m| (m.path, m.kind, m.successor))
             .collect();
@@ -334,7 +359,7 @@ mod tests {
     #[test]
     fn successors_carry_the_path_parameters() {
         let spec = RouteSpec::new().v2_at("/api/v2/debates/{id}");
-        let mounts = mounts_for("/api/debate/{id}", &spec);
+        let mounts = mounts_for("/api/debate/{id}", &spec, &["get"]);
         assert_eq!(
             mounts[1].successor_for("/api/v1/debate/d-42").as_deref(),
             Some("/api/v2/debates/d-42")

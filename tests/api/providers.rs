@@ -1,19 +1,18 @@
 //! Debates against a scripted fake AI provider (`support::provider`): both
-//! wire formats, the OpenRouter fallback, the circuit breaker, timeouts,
-//! failures, the pending queue, and crash-resume and SIGTERM of the binary.
+//! wire formats, the OpenRouter fallback, timeouts, failures and missing
+//! keys; `lifecycle` holds the breaker, the pending queue, and crash-resume
+//! and SIGTERM of the real binary.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod lifecycle;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::serve::{Spawned, spawn_with};
 use crate::support::provider::{
-    ANTHROPIC_KEY, ANTHROPIC_TOKENS, Behavior, Binary, FakeProvider, OPENAI_KEY, OPENAI_TOKENS,
+    ANTHROPIC_KEY, ANTHROPIC_TOKENS, Behavior, FakeProvider, OPENAI_KEY, OPENAI_TOKENS,
     OPENROUTER_KEY, Wire, create_debate, echoed_model, get, metric, post_debate, quiet_limits,
-    wait_debate, wait_finished,
+    wait_finished,
 };
 use crate::support::{Kind, LoopbackServer, client, on_both_backends};
 
@@ -21,18 +20,17 @@ on_both_backends! {
     a_debate_runs_over_both_wire_formats => a_debate_runs_over_both_wire_formats;
     a_429_falls_back_to_openrouter => a_429_falls_back_to_openrouter;
     a_429_without_openrouter_fails_only_that_agent => a_429_without_openrouter_fails_only_that_agent;
-    the_breaker_opens_half_opens_and_closes => the_breaker_opens_half_opens_and_closes;
     a_slow_agent_times_out => a_slow_agent_times_out;
     a_debate_whose_agents_all_fail_fails => a_debate_whose_agents_all_fail_fails;
     malformed_answers_fail_their_agent => malformed_answers_fail_their_agent;
-    a_killed_binary_resumes_without_repeating_recorded_turns => a_killed_binary_resumes_without_repeating_recorded_turns;
-    debates_over_the_limit_wait_pending_in_creation_order => debates_over_the_limit_wait_pending_in_creation_order;
-    sigterm_lets_the_running_debate_finish => sigterm_lets_the_running_debate_finish;
     a_missing_key_is_named_and_demo_agents_still_work => a_missing_key_is_named_and_demo_agents_still_work;
 }
 
 /// The service in-process with `env`; on PostgreSQL with a NATS bus too.
-async fn serve(kind: Kind, env: Vec<(String, String)>) -> (Spawned, Option<LoopbackServer>) {
+pub(crate) async fn serve(
+    kind: Kind,
+    env: Vec<(String, String)>,
+) -> (Spawned, Option<LoopbackServer>) {
     let nats = match kind {
         Kind::Postgres => Some(LoopbackServer::nats().await),
         Kind::Sqlite => None,
@@ -46,7 +44,10 @@ async fn serve(kind: Kind, env: Vec<(String, String)>) -> (Spawned, Option<Loopb
     (spawn_with(kind, &refs).await, nats)
 }
 
-fn with(mut env: Vec<(String, String)>, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn with(
+    mut env: Vec<(String, String)>,
+    extra: &[(&str, &str)],
+) -> Vec<(String, String)> {
     env.extend(
         extra
             .iter()
@@ -55,14 +56,14 @@ fn with(mut env: Vec<(String, String)>, extra: &[(&str, &str)]) -> Vec<(String, 
     env
 }
 
-fn list(value: &Value) -> &Vec<Value> {
+pub(crate) fn list(value: &Value) -> &Vec<Value> {
     value
         .as_array()
         .unwrap_or_else(|| panic!("not an array: {value}"))
 }
 
 /// `agent/round/phase` of every message in a debate detail.
-fn message_turns(detail: &Value) -> Vec<String> {
+pub(crate) fn message_turns(detail: &Value) -> Vec<String> {
     list(&detail["messages"])
         .iter()
         .map(|m| {
@@ -77,7 +78,7 @@ fn message_turns(detail: &Value) -> Vec<String> {
 }
 
 /// The failures a detail lists, as (agent, code).
-fn failures(detail: &Value) -> Vec<(String, String)> {
+pub(crate) fn failures(detail: &Value) -> Vec<(String, String)> {
     list(&detail["failures"])
         .iter()
         .map(|f| {
@@ -89,7 +90,7 @@ fn failures(detail: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-fn time(value: &Value) -> DateTime<Utc> {
+pub(crate) fn time(value: &Value) -> DateTime<Utc> {
     value
         .as_str()
         .unwrap_or_else(|| panic!("no time: {value}"))
@@ -334,102 +335,6 @@ async fn a_429_without_openrouter_fails_only_that_agent(kind: Kind) {
     app.stop.cancel();
 }
 
-async fn breaker_of(c: &reqwest::Client, base: &str, agent: &str) -> Value {
-    let (_, body) = get(c, base, "/api/agents/circuit-breakers").await;
-    list(&body["circuit_breakers"])
-        .iter()
-        .find(|b| b["agent"] == agent)
-        .cloned()
-        .unwrap_or(Value::Null)
-}
-
-async fn wait_breaker(
-    c: &reqwest::Client,
-    base: &str,
-    agent: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let breaker = breaker_of(c, base, agent).await;
-        if done(&breaker) {
-            return breaker;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "breaker never got there: {breaker}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
-
-async fn the_breaker_opens_half_opens_and_closes(kind: Kind) {
-    // Metrics are process-wide: a name of its own keeps this run's gauge apart.
-    let agent = format!(
-        "claude-breaker-{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
-    let gauge = format!("service_circuit_breaker_state{{agent=\"{agent}\"}}");
-    let fake = FakeProvider::start().await;
-    let failing = agent.clone();
-    fake.script(move |c| {
-        if c.agent == failing {
-            Behavior::ServerError
-        } else {
-            Behavior::Answer
-        }
-    });
-    let env = with(
-        fake.env(),
-        &[("SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS", "1")],
-    );
-    let (app, _nats) = serve(kind, env).await;
-    let c = client();
-    // Each debate costs the agent one call of two attempts (the retry), then it drops out.
-    for _ in 0..3 {
-        let id = create_debate(&c, &app.base, &[&agent, "demo-a"], 1).await;
-        let detail = wait_finished(&c, &app.base, &id).await;
-        assert_eq!(detail["status"], "completed", "{detail}");
-        assert_eq!(
-            failures(&detail),
-            [(agent.clone(), "http_status".to_owned())]
-        );
-    }
-    assert_eq!(fake.calls().iter().filter(|c| c.agent == agent).count(), 6);
-    let open = breaker_of(&c, &app.base, &agent).await;
-    assert_eq!(open["state"], "open", "{open}");
-    assert_eq!(open["total_failures"], 6);
-    let (_, all) = get(&c, &app.base, "/api/agents/circuit-breakers").await;
-    assert!(list(&all["open"]).contains(&json!(agent)), "{all}");
-    assert_eq!(metric(&c, &app.base, &gauge).await, Some(2.0));
-
-    // The provider recovers: the first trial call answers at once, later ones wait.
-    let seen = Arc::new(AtomicUsize::new(0));
-    let (name, count) = (agent.clone(), seen.clone());
-    fake.script(
-        move |c| match c.agent == name && count.fetch_add(1, Ordering::SeqCst) > 0 {
-            true => Behavior::Held(Box::new(Behavior::Answer)),
-            false => Behavior::Answer,
-        },
-    );
-    wait_breaker(&c, &app.base, &agent, |b| b["retry_in_seconds"] == 0).await;
-    let id = create_debate(&c, &app.base, &[&agent, "demo-a"], 1).await;
-    let half = wait_breaker(&c, &app.base, &agent, |b| b["consecutive_successes"] == 1).await;
-    assert_eq!(half["state"], "half_open", "{half}");
-    assert_eq!(metric(&c, &app.base, &gauge).await, Some(1.0));
-    fake.release();
-    let closed = wait_breaker(&c, &app.base, &agent, |b| b["state"] != "half_open").await;
-    assert_eq!(closed["state"], "closed", "{closed}");
-    assert_eq!(metric(&c, &app.base, &gauge).await, Some(0.0));
-    let detail = wait_finished(&c, &app.base, &id).await;
-    assert_eq!(
-        (&detail["status"], &detail["failures"]),
-        (&json!("completed"), &json!([])),
-        "{detail}"
-    );
-    app.stop.cancel();
-}
-
 async fn a_slow_agent_times_out(kind: Kind) {
     let fake = FakeProvider::start().await;
     fake.script(|c| match c.wire {
@@ -526,197 +431,6 @@ async fn malformed_answers_fail_their_agent(kind: Kind) {
         "not retried"
     );
     app.stop.cancel();
-}
-
-/// Binary environment: the fake, a data directory, and on PostgreSQL a
-/// fresh database and a NATS server.
-async fn binary_env(
-    kind: Kind,
-    fake: &FakeProvider,
-    dir: &tempfile::TempDir,
-    extra: &[(&str, &str)],
-) -> (Vec<(String, String)>, Option<LoopbackServer>) {
-    let mut env = with(fake.env(), extra);
-    env.extend(quiet_limits());
-    env.push((
-        "SERVICE_DATA_DIR".into(),
-        dir.path().to_str().unwrap().to_owned(),
-    ));
-    env.push(("SERVICE_DEBATE_LEASE_SECONDS".into(), "2".into()));
-    let nats = match kind {
-        Kind::Sqlite => None,
-        Kind::Postgres => {
-            env.push((
-                "DATABASE_URL".into(),
-                crate::support::fresh_postgres_database().await,
-            ));
-            Some(LoopbackServer::nats().await)
-        }
-    };
-    if let Some(nats) = &nats {
-        env.push(("SERVICE_NATS_URL".into(), nats.url()));
-    }
-    (env, nats)
-}
-
-async fn a_killed_binary_resumes_without_repeating_recorded_turns(kind: Kind) {
-    let fake = FakeProvider::start().await;
-    fake.script(|_| Behavior::slow(400));
-    let dir = tempfile::tempdir().unwrap();
-    let (env, _nats) = binary_env(kind, &fake, &dir, &[]).await;
-    let c = client();
-    let mut first = Binary::start(&env).await;
-    let agents = ["claude", "gpt-4o", "openai:gpt-4o-mini"];
-    let id = create_debate(&c, &first.base, &agents, 2).await;
-    let before = wait_debate(&c, &first.base, &id, |d| list(&d["messages"]).len() >= 3).await;
-    first.kill_hard().await;
-    let recorded = message_turns(&before);
-    assert!(
-        recorded.len() < 15,
-        "the debate was mid-way at the kill: {before}"
-    );
-    let calls_before = fake.calls().len();
-
-    let mut second = Binary::start(&env).await;
-    let detail = wait_finished(&c, &second.base, &id).await;
-    assert_eq!(detail["status"], "completed", "{detail}");
-    assert!(
-        fake.calls().len() > calls_before,
-        "the restarted service resumed the debate"
-    );
-    let counts = fake.turn_counts();
-    for turn in &recorded {
-        assert_eq!(
-            counts.get(turn),
-            Some(&1),
-            "{turn} was recorded before the kill and asked again: {counts:?}"
-        );
-    }
-    // The plan: 3 openings, 3 critiques and 3 revisions in each of 2 rounds, a synthesis, 3 votes.
-    let turns = message_turns(&detail);
-    assert_eq!(turns.len(), 15, "{detail}");
-    assert_eq!(
-        turns.iter().collect::<HashSet<_>>().len(),
-        15,
-        "no turn recorded twice"
-    );
-    assert_eq!(
-        turns[..recorded.len()],
-        recorded[..],
-        "what was recorded stays"
-    );
-    assert_eq!(detail["synthesis"]["agent"], "claude");
-    assert_eq!(list(&detail["consensus"]["votes"]).len(), 3);
-    let mut expected: HashSet<String> = turns.into_iter().collect();
-    expected.insert("claude/2/synthesis".into());
-    expected.extend(agents.iter().map(|a| format!("{a}/2/vote")));
-    assert_eq!(
-        counts.keys().cloned().collect::<HashSet<_>>(),
-        expected,
-        "every call is a planned turn"
-    );
-    assert!(second.terminate().await.success());
-}
-
-async fn debates_over_the_limit_wait_pending_in_creation_order(kind: Kind) {
-    let fake = FakeProvider::start().await;
-    fake.script(|_| Behavior::slow(250));
-    let env = with(fake.env(), &[("SERVICE_MAX_CONCURRENT_DEBATES", "1")]);
-    let (app, _nats) = serve(kind, env).await;
-    let c = client();
-    let mut ids = Vec::new();
-    let mut statuses = Vec::new();
-    for n in 0..3 {
-        let body = json!({"topic": format!("Queued debate {n}"), "agents": ["claude", "gpt-4o"], "rounds": 1});
-        let (status, created) = post_debate(&c, &app.base, &body).await;
-        assert_eq!(status, 201, "{created}");
-        ids.push(created["id"].as_str().unwrap().to_owned());
-        statuses.push(created["status"].as_str().unwrap().to_owned());
-    }
-    assert_eq!(statuses[1..], ["pending", "pending"]); // TEMP
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let (_, pending) = get(&c, &app.base, "/api/debates?status=pending").await;
-        let listed: HashSet<&str> = list(&pending["debates"])
-            .iter()
-            .filter_map(|d| d["id"].as_str())
-            .collect();
-        if listed == HashSet::from([ids[1].as_str(), ids[2].as_str()]) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never listed both as pending: {pending}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    let mut details = Vec::new();
-    for id in &ids {
-        details.push(wait_finished(&c, &app.base, id).await);
-    }
-    for pair in details.windows(2) {
-        assert_eq!(pair[0]["status"], "completed", "{}", pair[0]);
-        assert!(
-            time(&pair[1]["started_at"]) >= time(&pair[0]["completed_at"]),
-            "one at a time, in order"
-        );
-    }
-    // The provider saw the debates strictly one after the other.
-    let order: Vec<usize> = fake
-        .calls()
-        .iter()
-        .map(|c| {
-            c.topic
-                .trim_start_matches("Queued debate ")
-                .parse()
-                .unwrap()
-        })
-        .collect();
-    assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
-    assert_eq!(order.iter().filter(|n| **n == 2).count(), 9);
-    app.stop.cancel();
-}
-
-async fn sigterm_lets_the_running_debate_finish(kind: Kind) {
-    let fake = FakeProvider::start().await;
-    fake.script(|_| Behavior::slow(300));
-    let dir = tempfile::tempdir().unwrap();
-    let (env, _nats) = binary_env(
-        kind,
-        &fake,
-        &dir,
-        &[("SERVICE_SHUTDOWN_GRACE_SECONDS", "30")],
-    )
-    .await;
-    let c = client();
-    let mut first = Binary::start(&env).await;
-    let id = create_debate(&c, &first.base, &["claude", "gpt-4o"], 1).await;
-    let running = wait_debate(&c, &first.base, &id, |d| !list(&d["messages"]).is_empty()).await;
-    assert_eq!(running["status"], "running");
-    let exit = first.terminate().await;
-    assert!(exit.success(), "{exit:?}");
-    let stopped_at = Utc::now();
-    let calls_at_exit = fake.calls().len();
-    let counts: HashMap<String, usize> = fake.turn_counts();
-    assert!(
-        counts.contains_key("claude/1/vote") && counts.contains_key("gpt-4o/1/vote"),
-        "{counts:?}"
-    );
-
-    let mut second = Binary::start(&env).await;
-    let detail = wait_finished(&c, &second.base, &id).await;
-    assert_eq!(detail["status"], "completed", "{detail}");
-    assert!(
-        time(&detail["completed_at"]) <= stopped_at,
-        "completed before the first process exited"
-    );
-    assert_eq!(list(&detail["messages"]).len(), 6);
-    assert_eq!(
-        fake.calls().len(),
-        calls_at_exit,
-        "nothing was left to resume"
-    );
-    assert!(second.terminate().await.success());
 }
 
 async fn a_missing_key_is_named_and_demo_agents_still_work(kind: Kind) {

@@ -2,6 +2,8 @@
 //! claims and quotes, kept allocation-light because every demo reply runs it.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::super::prompt::truncate_chars;
 
@@ -75,6 +77,36 @@ fn is_stopword(word: &str) -> bool {
     word.len() <= 8 && STOPWORD_KEYS.binary_search(&pack(word.as_bytes())).is_ok()
 }
 
+/// Runs of letters and digits. Splitting on ASCII bytes only, instead of
+/// decoding every char, halves the cost of the demo agents' text handling;
+/// non-ASCII runs are trimmed of punctuation so `“Yes` reads as `Yes`.
+pub(super) fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            let start = at;
+            while bytes
+                .get(at)
+                .is_some_and(|&b| b.is_ascii_alphanumeric() || !b.is_ascii())
+            {
+                at += 1;
+            }
+            // Both ends sit next to ASCII bytes (or the text's ends): char boundaries.
+            let token = text.get(start..at).unwrap_or_default();
+            at += 1;
+            let token = match token.is_ascii() {
+                true => token,
+                false => token.trim_matches(|c: char| !c.is_alphanumeric()),
+            };
+            if !token.is_empty() {
+                return Some(token);
+            }
+        }
+        None
+    })
+}
+
 /// Distinct lowercase content words of `text` in order of appearance, skipping `exclude`.
 pub(super) fn content_words(
     text: &str,
@@ -82,33 +114,56 @@ pub(super) fn content_words(
     exclude: &[String],
     max: usize,
 ) -> Vec<String> {
-    let mut found: Vec<(Cow<'_, str>, usize)> = Vec::new();
-    for token in truncate_chars(text, SCAN_CHARS).split(|c: char| !c.is_alphanumeric()) {
-        if token.chars().count() < min_len || token.bytes().all(|b| b.is_ascii_digit()) {
+    let mut seen: HashSet<Cow<'_, str>, BuildHasherDefault<Fnv>> = HashSet::default();
+    let mut words = Vec::new();
+    for token in tokens(truncate_chars(text, SCAN_CHARS)) {
+        if words.len() >= max {
+            break;
+        }
+        let ascii = token.is_ascii();
+        if token.len() < min_len
+            || (!ascii && token.chars().count() < min_len)
+            || token.bytes().all(|b| b.is_ascii_digit())
+        {
             continue;
         }
         // Most tokens are already lowercase; only allocate for the rest.
-        let word = match token
-            .bytes()
-            .any(|b| b.is_ascii_uppercase() || !b.is_ascii())
-        {
+        let word = match !ascii || token.bytes().any(|b| b.is_ascii_uppercase()) {
             true => Cow::Owned(token.to_lowercase()),
             false => Cow::Borrowed(token),
         };
-        if !is_stopword(&word) && !exclude.iter().any(|e| e.eq_ignore_ascii_case(&word)) {
-            found.push((word, found.len()));
+        if !is_stopword(&word)
+            && !exclude.iter().any(|e| e.eq_ignore_ascii_case(&word))
+            && !seen.contains(word.as_ref())
+        {
+            words.push(word.clone().into_owned());
+            seen.insert(word);
         }
     }
-    // Dedupe by sorting, keeping each word's first appearance: a linear
-    // `contains` per token was quadratic and dominated the synthesis.
-    found.sort_unstable();
-    found.dedup_by(|later, earlier| later.0 == earlier.0);
-    found.sort_unstable_by_key(|&(_, at)| at);
-    found
-        .into_iter()
-        .take(max)
-        .map(|(word, _)| word.into_owned())
-        .collect()
+    words
+}
+
+/// FNV-1a for the short-lived word sets: SipHash's flooding resistance buys
+/// nothing on text the service produced or already bounded, and costs most of
+/// the time.
+pub(super) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 /// Up to four topic words in the topic's own casing ("Mars"); three-letter
@@ -120,10 +175,8 @@ pub(super) fn topic_keywords(topic: &str) -> Vec<String> {
     } else {
         long
     };
-    let tokens = topic.split(|c: char| !c.is_alphanumeric());
     let original = |word: String| {
-        tokens
-            .clone()
+        tokens(topic)
             .find(|t| t.to_lowercase() == word)
             .map_or(word, str::to_owned)
     };

@@ -21,9 +21,12 @@ use crate::http::extract::ApiJson;
 #[serde(deny_unknown_fields)]
 pub struct ProtocolBody {
     /// Phase names in order; default opening, critique, revision, vote.
+    #[schema(max_items = 8)]
     pub phases: Option<Vec<String>>,
     /// The agreeing share that counts as consensus, 0 to 1; default 0.6.
+    #[schema(minimum = 0.0, maximum = 1.0)]
     pub consensus_threshold: Option<f64>,
+    #[schema(minimum = 1, maximum = 12)]
     pub rounds: Option<u32>,
     /// majority (default), supermajority, unanimous, judge or weighted.
     pub consensus: Option<String>,
@@ -36,14 +39,19 @@ pub struct ProtocolBody {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDebateBody {
+    #[schema(min_length = 1, max_length = 2000)]
     pub topic: Option<String>,
     /// v2 name of `topic`.
+    #[schema(min_length = 1, max_length = 2000)]
     pub task: Option<String>,
     pub context: Option<String>,
     /// Agent names: `demo-<name>`, a provider alias (`claude`, `gpt-4o`) or `provider:model`.
+    #[schema(max_items = 12)]
     pub agents: Option<Vec<String>>,
+    #[schema(minimum = 1, maximum = 12)]
     pub rounds: Option<u32>,
     /// v1 name of `rounds`.
+    #[schema(minimum = 1, maximum = 12)]
     pub max_rounds: Option<u32>,
     pub protocol: Option<ProtocolBody>,
     /// v2: majority (default), supermajority, unanimous, judge or weighted.

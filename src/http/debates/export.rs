@@ -6,9 +6,9 @@ use axum::extract::State;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
-use super::read::{filter_for, status_filter};
+use super::read::{StatusName, filter_for};
 use super::views::{DebateDetail, DebateSummary};
 use crate::app::App;
 use crate::auth::Caller;
@@ -24,12 +24,22 @@ const PAGE: u32 = 500;
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ExportQuery {
-    /// json (default), ndjson or csv.
-    pub format: Option<String>,
+    pub format: Option<ExportFormat>,
     /// Only debates with this status.
-    pub status: Option<String>,
+    pub status: Option<StatusName>,
     /// At most this many debates (default and maximum 10000).
+    #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<u32>,
+}
+
+/// json (default), ndjson or csv.
+#[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    #[default]
+    Json,
+    Ndjson,
+    Csv,
 }
 
 /// Exports the caller's debates (every debate for admins), newest first.
@@ -42,15 +52,12 @@ pub async fn export_debates(
     caller: Caller,
     ApiQuery(query): ApiQuery<ExportQuery>,
 ) -> Result<Response, ApiError> {
-    let format = query.format.as_deref().unwrap_or("json").to_ascii_lowercase();
-    if !matches!(format.as_str(), "json" | "ndjson" | "csv") {
-        return Err(ApiError::bad_request("format must be json, ndjson or csv"));
-    }
+    let format = query.format.unwrap_or_default();
     let limit = query.limit.unwrap_or(MAX_EXPORT);
     if !(1..=MAX_EXPORT).contains(&limit) {
         return Err(ApiError::bad_request(format!("limit must be between 1 and {MAX_EXPORT}")));
     }
-    let state = status_filter(query.status.as_deref())?;
+    let state = query.status.map(StatusName::as_str);
     let documents = Documents::new(app.log.clone());
     let mut debates = Vec::new();
     while (debates.len() as u32) < limit {
@@ -64,26 +71,27 @@ pub async fn export_debates(
             break;
         }
     }
-    let (content_type, body) = match format.as_str() {
-        "ndjson" => (
+    let (content_type, extension, body) = match format {
+        ExportFormat::Ndjson => (
             "application/x-ndjson",
+            "ndjson",
             debates
                 .iter()
                 .map(|d| serde_json::to_string(&DebateDetail::from(d)).unwrap_or_default() + "\n")
                 .collect::<String>(),
         ),
-        "csv" => ("text/csv; charset=utf-8", csv(&debates)),
-        _ => {
+        ExportFormat::Csv => ("text/csv; charset=utf-8", "csv", csv(&debates)),
+        ExportFormat::Json => {
             let details: Vec<DebateDetail> = debates.iter().map(DebateDetail::from).collect();
             let body = serde_json::json!({
                 "debates": details,
                 "count": details.len(),
                 "exported_at": app.clock.now(),
             });
-            ("application/json", body.to_string())
+            ("application/json", "json", body.to_string())
         }
     };
-    let file = format!("attachment; filename=\"debates.{format}\"");
+    let file = format!("attachment; filename=\"debates.{extension}\"");
     Ok(([(CONTENT_TYPE, content_type.to_owned()), (CONTENT_DISPOSITION, file)], body).into_response())
 }
 

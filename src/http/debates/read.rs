@@ -30,11 +30,36 @@ pub const MAX_BATCH: usize = 100;
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// pending, running, paused, completed or failed.
-    pub status: Option<String>,
+    pub status: Option<StatusName>,
     /// Page size, default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
-    pub offset: Option<u64>,
+    #[param(minimum = 0)]
+    pub offset: Option<i32>,
+}
+
+/// A debate status to filter on.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusName {
+    Pending,
+    Running,
+    Paused,
+    Completed,
+    Failed,
+}
+
+impl StatusName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusName::Pending => DebateStatus::Pending,
+            StatusName::Running => DebateStatus::Running,
+            StatusName::Paused => DebateStatus::Paused,
+            StatusName::Completed => DebateStatus::Completed,
+            StatusName::Failed => DebateStatus::Failed,
+        }
+        .as_str()
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -44,7 +69,7 @@ pub struct DebateList {
     pub total: u64,
     pub count: usize,
     pub limit: u32,
-    pub offset: u64,
+    pub offset: u32,
 }
 
 /// The page size a query asks for, checked.
@@ -56,25 +81,17 @@ pub fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
     }
 }
 
+/// The offset a query asks for, checked.
+pub fn page_offset(offset: Option<i32>) -> Result<u32, ApiError> {
+    u32::try_from(offset.unwrap_or(0))
+        .map_err(|_| ApiError::bad_request("offset must not be negative"))
+}
+
 /// The listing filter a caller gets: admins see every debate, others their own.
 pub fn filter_for<'a>(caller: &'a Caller, state: Option<&'a str>) -> ListFilter<'a> {
     ListFilter {
         owner: (!caller.is_admin()).then_some(caller.user_id.as_str()),
         state,
-    }
-}
-
-/// A status filter, checked.
-pub fn status_filter(status: Option<&str>) -> Result<Option<&str>, ApiError> {
-    match status {
-        None => Ok(None),
-        Some(text) => DebateStatus::parse(text)
-            .map(|s| Some(s.as_str()))
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    "status must be one of pending, running, paused, completed, failed",
-                )
-            }),
     }
 }
 
@@ -87,10 +104,10 @@ pub async fn list_debates(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<DebateList>, ApiError> {
     let limit = page_limit(query.limit)?;
-    let offset = query.offset.unwrap_or(0);
-    let state = status_filter(query.status.as_deref())?;
+    let offset = page_offset(query.offset)?;
+    let state = query.status.map(StatusName::as_str);
     let (debates, total) = Documents::new(app.log.clone())
-        .list::<Debates>(filter_for(&caller, state), limit, offset)
+        .list::<Debates>(filter_for(&caller, state), limit, u64::from(offset))
         .await?;
     Ok(Json(DebateList {
         count: debates.len(),
@@ -130,8 +147,10 @@ pub async fn get_debate(
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Page size, default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
-    pub offset: Option<u64>,
+    #[param(minimum = 0)]
+    pub offset: Option<i32>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -141,7 +160,7 @@ pub struct MessagePage {
     pub total: usize,
     pub count: usize,
     pub limit: u32,
-    pub offset: u64,
+    pub offset: u32,
 }
 
 /// A debate's messages in the order recorded, a page at a time.
@@ -155,7 +174,7 @@ pub async fn list_messages(
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<MessagePage>, ApiError> {
     let limit = page_limit(query.limit)?;
-    let offset = query.offset.unwrap_or(0);
+    let offset = page_offset(query.offset)?;
     let debate = find(&app, &caller, &id).await?;
     let start = usize::try_from(offset).unwrap_or(usize::MAX);
     let messages: Vec<MessageView> = debate
@@ -228,6 +247,7 @@ pub async fn get_consensus(
 #[serde(deny_unknown_fields)]
 pub struct BatchBody {
     /// At most 100 debate ids.
+    #[schema(max_items = 100)]
     pub debate_ids: Vec<String>,
 }
 

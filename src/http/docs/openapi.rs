@@ -8,7 +8,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{ComponentsBuilder, InfoBuilder, OpenApiBuilder, RefOr, schema::Schema};
 
 use crate::http::error::ErrorForm;
-use crate::http::routes::{Access, Mount, MountKind, RouteTable};
+use crate::http::routes::{Access, METHODS, Mount, MountKind, RouteTable};
 
 const DESCRIPTION: &str = "\
 Agon hosts debates between AI agents and keeps every state change in a \
@@ -65,8 +65,22 @@ pub fn document(paths: Paths, schemas: Vec<(String, RefOr<Schema>)>, table: &Rou
     };
     let mut paths = Map::new();
     for mount in table.mounts() {
-        if let Some(item) = canonical.get(&mount.canonical) {
-            paths.insert(mount.path.clone(), mounted_item(item.clone(), mount));
+        let Some(item) = canonical.get(&mount.canonical) else {
+            continue;
+        };
+        let Value::Object(operations) = mounted_item(item.clone(), mount) else {
+            continue;
+        };
+        // Handlers of other methods at the same path share its entry.
+        let entry = paths
+            .entry(mount.path.clone())
+            .or_insert_with(|| json!({}));
+        if let Some(entry) = entry.as_object_mut() {
+            for (key, value) in operations {
+                if !METHODS.contains(&key.as_str()) || mount.methods.contains(&key.as_str()) {
+                    entry.insert(key, value);
+                }
+            }
         }
     }
     doc["paths"] = Value::Object(paths);
@@ -78,10 +92,6 @@ pub fn document(paths: Paths, schemas: Vec<(String, RefOr<Schema>)>, table: &Rou
     }
     doc
 }
-
-const METHODS: [&str; 8] = [
-    "get", "put", "post", "delete", "options", "head", "patch", "trace",
-];
 
 fn mounted_item(mut item: Value, mount: &Mount) -> Value {
     let form = match mount.kind {

@@ -2,8 +2,8 @@
 //! Anthropic Messages wire (`POST /v1/messages`) and the OpenAI Chat
 //! Completions wire (`POST /v1/chat/completions`, also OpenRouter's), which
 //! records every request and answers as the test's script says. Also the
-//! helpers the provider tests share: debate polling, metrics reading and the
-//! real `agon serve` binary.
+//! HTTP helpers the provider tests share: debate creation and polling, and
+//! metrics reading.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -45,7 +45,6 @@ pub struct Call {
     pub anthropic_version: Option<String>,
     pub x_title: Option<String>,
     pub model: String,
-    pub system: String,
     /// The user message.
     pub prompt: String,
     /// Recovered from the prompt: the agent ("You are <agent>, …"), the
@@ -239,7 +238,6 @@ fn read_call(n: usize, path: &str, headers: &HeaderMap, body: &Value) -> Call {
         phase: between(&prompt, "Phase: ", ".\n").to_owned(),
         round: between(&prompt, "Round ", " of").parse().unwrap_or(0),
         topic: between(&prompt, "Topic: ", "\n").to_owned(),
-        system,
         prompt,
     }
 }
@@ -474,60 +472,4 @@ pub async fn metric(client: &reqwest::Client, base: &str, series: &str) -> Optio
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|value| value.trim().parse().ok())
-}
-
-/// `agon serve` as a child process on a free port.
-pub struct Binary {
-    pub base: String,
-    pub child: tokio::process::Child,
-}
-
-impl Binary {
-    /// Starts the binary with only `env` (plus PATH) and the static token.
-    pub async fn start(env: &[(String, String)]) -> Self {
-        let port = super::free_port();
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
-            .args([
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--api-port",
-                &port.to_string(),
-            ])
-            .args(["--ws-port", &super::free_port().to_string()])
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("SERVICE_API_TOKEN", super::TEST_TOKEN)
-            .env("SERVICE_LOG_LEVEL", "WARN")
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        super::wait_for_port(port).await;
-        Self {
-            base: format!("http://127.0.0.1:{port}"),
-            child,
-        }
-    }
-
-    /// SIGKILL, and reap it.
-    pub async fn kill_hard(&mut self) {
-        self.child.kill().await.unwrap();
-    }
-
-    /// SIGTERM; returns how it exited (at most 60 s later).
-    pub async fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().unwrap().to_string();
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        tokio::time::timeout(Duration::from_secs(60), self.child.wait())
-            .await
-            .expect("the binary did not exit within 60 s of SIGTERM")
-            .unwrap()
-    }
 }
