@@ -140,3 +140,87 @@ fn rate(view: &mut LeaderboardView, result: &ConsensusResult) {
         rating.elo = before[i] + change / opponents;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use agon_aggregates::debate::consensus::{Tally, decide};
+    use agon_aggregates::debate::{Ballot, ConsensusMode};
+    use serde_json::json;
+
+    use super::*;
+    use crate::Cursor;
+
+    fn ballot(agent: &str, choice: VoteChoice) -> Ballot {
+        Ballot {
+            agent: agent.to_owned(),
+            choice,
+            confidence: 0.8,
+            reasons: vec!["because".to_owned()],
+            modifications: Vec::new(),
+        }
+    }
+
+    fn computed(votes: &[Ballot], failed: &[String]) -> EventRecord {
+        let result = decide(Tally {
+            votes,
+            mode: ConsensusMode::Majority,
+            threshold: 0.6,
+            judge: None,
+            ratings: &BTreeMap::new(),
+            summary: "s",
+            key_points: &[],
+            failed_agents: failed,
+        });
+        let event = DebateEvent::ConsensusComputed {
+            result,
+            at: chrono::DateTime::UNIX_EPOCH,
+        };
+        EventRecord {
+            cursor: Cursor::START,
+            event_id: "e".to_owned(),
+            aggregate_type: DEBATE_AGGREGATE.to_owned(),
+            aggregate_id: "d".to_owned(),
+            sequence: 9,
+            event_type: "ConsensusComputed".to_owned(),
+            event_version: "1".to_owned(),
+            payload: serde_json::to_value(&event).unwrap_or(json!({})),
+            metadata: json!({}),
+            hash: String::new(),
+        }
+    }
+
+    #[test]
+    fn agreeing_with_a_reached_consensus_wins_and_ratings_keep_their_sum() {
+        let mut view = LeaderboardView::default();
+        let votes = [
+            ballot("a", VoteChoice::Agree),
+            ballot("b", VoteChoice::AgreeWithModifications),
+            ballot("c", VoteChoice::Disagree),
+        ];
+        Leaderboard::apply(&mut view, &computed(&votes, &[]));
+        let elo = |name: &str| view.agents[name].elo;
+        assert!(elo("a") > elo("b") && elo("b") > elo("c"));
+        assert!((elo("a") + elo("b") + elo("c") - 3.0 * START_RATING).abs() < 1e-9);
+        assert!(elo("a") - START_RATING <= K_FACTOR);
+        assert_eq!(view.agents["a"].wins, 2);
+        assert_eq!(view.agents["c"].losses, 2);
+        assert_eq!(view.ranked()[0].0, "a");
+    }
+
+    #[test]
+    fn a_failed_agent_loses_and_other_events_change_nothing() {
+        let mut view = LeaderboardView::default();
+        let votes = [ballot("a", VoteChoice::Agree), ballot("b", VoteChoice::Agree)];
+        Leaderboard::apply(&mut view, &computed(&votes, &["z".to_owned()]));
+        assert_eq!(view.agents["z"].failures, 1);
+        assert!(view.agents["z"].elo < START_RATING);
+        let before = view.clone();
+        let mut other = computed(&votes, &[]);
+        other.event_type = "DebateCompleted".to_owned();
+        Leaderboard::apply(&mut view, &other);
+        assert_eq!(view, before);
+        assert_eq!(view.ratings(&["a".to_owned(), "new".to_owned()])["new"], START_RATING);
+    }
+}
