@@ -85,15 +85,24 @@ fn conclude(detail: &Value, json: bool) -> Result<(), CliError> {
     }
     let consensus = &detail["consensus"];
     if json {
-        println!("{}", serde_json::to_string_pretty(consensus).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(consensus).unwrap_or_default()
+        );
         return Ok(());
     }
     let text = &consensus["consensus"];
     let votes = &consensus["voting_summary"];
     println!("{}", consensus["status"].as_str().unwrap_or(""));
-    println!("confidence {:.2}", text["confidence"].as_f64().unwrap_or(0.0));
+    println!(
+        "confidence {:.2}",
+        text["confidence"].as_f64().unwrap_or(0.0)
+    );
     println!("summary: {}", text["summary"].as_str().unwrap_or(""));
-    for (title, key) in [("key points", "key_points"), ("disagreements", "disagreements")] {
+    for (title, key) in [
+        ("key points", "key_points"),
+        ("disagreements", "disagreements"),
+    ] {
         let items = text[key].as_array().cloned().unwrap_or_default();
         if !items.is_empty() {
             println!("{title}:");
@@ -142,7 +151,12 @@ pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError>
         let debate = debates::create(&app, new, None, None)
             .await
             .map_err(|e| CliError::Refused(e.to_string()))?;
-        eprintln!("debate {} on {:?} with {}", debate.id, debate.topic, debate.agents.join(", "));
+        eprintln!(
+            "debate {} on {:?} with {}",
+            debate.id,
+            debate.topic,
+            debate.agents.join(", ")
+        );
         let documents = Documents::new(app.log.clone());
         let mut progress = Progress::default();
         loop {
@@ -170,7 +184,11 @@ pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError>
 }
 
 /// Runs the debate on a running service at `server`, with `token` as its bearer credential.
-pub async fn run_remote(server: &str, token: Option<&str>, request: DebateRequest) -> Result<(), CliError> {
+pub async fn run_remote(
+    server: &str,
+    token: Option<&str>,
+    request: DebateRequest,
+) -> Result<(), CliError> {
     let base = server.trim_end_matches('/');
     let client = reqwest::Client::new();
     let unreachable = |e: reqwest::Error| CliError::Unreachable {
@@ -204,7 +222,10 @@ pub async fn run_remote(server: &str, token: Option<&str>, request: DebateReques
     if !status.is_success() {
         return Err(CliError::Refused(format!(
             "the service refused the debate ({status}): {}",
-            created["error"]["message"].as_str().or(created["error"].as_str()).unwrap_or("")
+            created["error"]["message"]
+                .as_str()
+                .or(created["error"].as_str())
+                .unwrap_or("")
         )));
     }
     let id = created["id"].as_str().unwrap_or_default().to_owned();

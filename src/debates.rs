@@ -72,20 +72,32 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
         return Err(invalid("topic must not be empty"));
     }
     if new.topic.chars().count() > MAX_TOPIC_CHARS {
-        return Err(invalid(format!("topic is longer than {MAX_TOPIC_CHARS} characters")));
+        return Err(invalid(format!(
+            "topic is longer than {MAX_TOPIC_CHARS} characters"
+        )));
     }
-    if new.context.as_ref().is_some_and(|c| c.chars().count() > MAX_CONTEXT_CHARS) {
-        return Err(invalid(format!("context is longer than {MAX_CONTEXT_CHARS} characters")));
+    if new
+        .context
+        .as_ref()
+        .is_some_and(|c| c.chars().count() > MAX_CONTEXT_CHARS)
+    {
+        return Err(invalid(format!(
+            "context is longer than {MAX_CONTEXT_CHARS} characters"
+        )));
     }
     new.agents = new.agents.iter().map(|a| a.trim().to_owned()).collect();
     if new.agents.is_empty() {
         if !new.auto_select {
-            return Err(invalid("agents must name at least one agent (or set auto_select)"));
+            return Err(invalid(
+                "agents must name at least one agent (or set auto_select)",
+            ));
         }
         new.agents = auto_agents(agents);
     }
     if new.agents.len() > MAX_AGENTS {
-        return Err(invalid(format!("a debate seats at most {MAX_AGENTS} agents")));
+        return Err(invalid(format!(
+            "a debate seats at most {MAX_AGENTS} agents"
+        )));
     }
     for (i, name) in new.agents.iter().enumerate() {
         if name.is_empty() {
@@ -98,19 +110,27 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
     }
     let rounds = new.rounds.unwrap_or(DEFAULT_ROUNDS);
     if !(1..=MAX_ROUNDS).contains(&rounds) {
-        return Err(invalid(format!("rounds must be between 1 and {MAX_ROUNDS}")));
+        return Err(invalid(format!(
+            "rounds must be between 1 and {MAX_ROUNDS}"
+        )));
     }
     let phases = match &new.phases {
         None => DEFAULT_PHASES.map(str::to_owned).to_vec(),
         Some(phases) => {
-            let phases: Vec<String> = phases.iter().map(|p| p.trim().to_ascii_lowercase()).collect();
+            let phases: Vec<String> = phases
+                .iter()
+                .map(|p| p.trim().to_ascii_lowercase())
+                .collect();
             if phases.is_empty() || phases.len() > MAX_PHASES {
-                return Err(invalid(format!("protocol.phases must name 1 to {MAX_PHASES} phases")));
+                return Err(invalid(format!(
+                    "protocol.phases must name 1 to {MAX_PHASES} phases"
+                )));
             }
             let well_formed = |p: &String| {
                 !p.is_empty()
                     && p.len() <= 40
-                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                    && p.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             };
             if let Some(bad) = phases.iter().find(|p| !well_formed(p)) {
                 return Err(invalid(format!(
@@ -127,7 +147,9 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
     };
     let threshold = new.threshold.unwrap_or(DEFAULT_THRESHOLD);
     if !threshold.is_finite() || !(0.0..=1.0).contains(&threshold) {
-        return Err(invalid("protocol.consensus_threshold must be between 0 and 1"));
+        return Err(invalid(
+            "protocol.consensus_threshold must be between 0 and 1",
+        ));
     }
     if let Some(judge) = &new.judge
         && !new.agents.contains(judge)

@@ -7,6 +7,7 @@
 //! [`http`] is the API face; [`app`] wires them from [`config`]. Pure domain
 //! logic lives in the `agon-aggregates` crate and never sees this IO.
 
+pub mod agents;
 pub mod app;
 pub mod auth;
 pub mod bus;
@@ -15,9 +16,8 @@ pub mod clock;
 pub mod config;
 pub mod crypto;
 pub mod debates;
-pub mod agents;
-pub mod runner;
 pub mod http;
 pub mod mail;
 pub mod projection;
+pub mod runner;
 pub mod store;

@@ -11,9 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use agon_aggregates::debate::{
-    ConsensusResult, ConsensusStatus, DebateEvent, VoteChoice,
-};
+use agon_aggregates::debate::{ConsensusResult, ConsensusStatus, DebateEvent, VoteChoice};
 use serde::{Deserialize, Serialize};
 
 use crate::debates::DEBATE_AGGREGATE;
@@ -65,7 +63,12 @@ impl LeaderboardView {
     pub fn ratings(&self, agents: &[String]) -> BTreeMap<String, f64> {
         agents
             .iter()
-            .map(|a| (a.clone(), self.agents.get(a).map_or(START_RATING, |r| r.elo)))
+            .map(|a| {
+                (
+                    a.clone(),
+                    self.agents.get(a).map_or(START_RATING, |r| r.elo),
+                )
+            })
             .collect()
     }
 }
@@ -212,7 +215,10 @@ mod tests {
     #[test]
     fn a_failed_agent_loses_and_other_events_change_nothing() {
         let mut view = LeaderboardView::default();
-        let votes = [ballot("a", VoteChoice::Agree), ballot("b", VoteChoice::Agree)];
+        let votes = [
+            ballot("a", VoteChoice::Agree),
+            ballot("b", VoteChoice::Agree),
+        ];
         Leaderboard::apply(&mut view, &computed(&votes, &["z".to_owned()]));
         assert_eq!(view.agents["z"].failures, 1);
         assert!(view.agents["z"].elo < START_RATING);
@@ -221,6 +227,9 @@ mod tests {
         other.event_type = "DebateCompleted".to_owned();
         Leaderboard::apply(&mut view, &other);
         assert_eq!(view, before);
-        assert_eq!(view.ratings(&["a".to_owned(), "new".to_owned()])["new"], START_RATING);
+        assert_eq!(
+            view.ratings(&["a".to_owned(), "new".to_owned()])["new"],
+            START_RATING
+        );
     }
 }

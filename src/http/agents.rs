@@ -64,7 +64,12 @@ async fn agents_health(State(app): State<App>) -> Json<AgentsHealth> {
     let breakers = app.agents.breakers();
     let open = open_breakers(&breakers);
     Json(AgentsHealth {
-        status: if open.is_empty() { "healthy" } else { "degraded" }.to_owned(),
+        status: if open.is_empty() {
+            "healthy"
+        } else {
+            "degraded"
+        }
+        .to_owned(),
         demo_available: true,
         providers: app.agents.providers(),
         circuit_breakers: breakers,

@@ -194,7 +194,8 @@ impl Documents {
         limit: u32,
         offset: u64,
     ) -> Result<(Vec<P::Doc>, u64), StoreError> {
-        let condition = "projection = $1 AND ($2 IS NULL OR owner = $2) AND ($3 IS NULL OR state = $3)";
+        let condition =
+            "projection = $1 AND ($2 IS NULL OR owner = $2) AND ($3 IS NULL OR state = $3)";
         let page_sql = format!(
             "SELECT doc FROM documents WHERE {condition} ORDER BY sort_key DESC, doc_key DESC LIMIT $4 OFFSET $5"
         );

@@ -106,7 +106,12 @@ pub fn turn(debate: &Debate, stage: &Stage, agent: &str) -> Turn {
 }
 
 /// The outcome to record for an agent's answer (or failure) to `turn`.
-pub fn outcome(debate: &Debate, stage: &Stage, turn: &Turn, result: Result<Reply, AgentError>) -> Outcome {
+pub fn outcome(
+    debate: &Debate,
+    stage: &Stage,
+    turn: &Turn,
+    result: Result<Reply, AgentError>,
+) -> Outcome {
     let step = step(debate, stage, &turn.agent);
     let failure = |code: &str, error: String| Outcome::Failure {
         step: step.clone(),
@@ -158,5 +163,165 @@ pub fn outcome(debate: &Debate, stage: &Stage, turn: &Turn, result: Result<Reply
             targets: Vec::new(),
             usage,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agon_aggregates::debate::{
+        ConsensusMode, Debate, DebateEvent, Protocol, Stage, Usage as DebateUsage,
+    };
+    use chrono::DateTime;
+
+    use super::*;
+    use crate::agents::Usage;
+
+    fn usage() -> DebateUsage {
+        DebateUsage {
+            provider: "demo".to_owned(),
+            model: "demo-v1".to_owned(),
+            tokens_in: 1,
+            tokens_out: 1,
+            latency_ms: 0,
+            fallback: false,
+        }
+    }
+
+    fn debate(agents: &[&str]) -> Debate {
+        let mut debate = Debate::default();
+        debate.apply_event(DebateEvent::DebateCreated {
+            debate_id: "d".to_owned(),
+            topic: "Tea or coffee?".to_owned(),
+            context: None,
+            agents: agents.iter().map(|a| (*a).to_owned()).collect(),
+            protocol: Protocol {
+                phases: vec!["opening".into(), "critique".into(), "revision".into()],
+                rounds: 2,
+                consensus: ConsensusMode::Majority,
+                threshold: 0.6,
+                judge: None,
+            },
+            created_by: None,
+            org_id: None,
+            at: DateTime::UNIX_EPOCH,
+        });
+        debate.apply_event(DebateEvent::DebateStarted {
+            at: DateTime::UNIX_EPOCH,
+        });
+        debate
+    }
+
+    fn say(debate: &mut Debate, round: u32, phase: &str, agent: &str, content: &str) {
+        debate.apply_event(DebateEvent::MessageRecorded {
+            round,
+            phase: phase.to_owned(),
+            agent: agent.to_owned(),
+            content: content.to_owned(),
+            targets: Vec::new(),
+            usage: usage(),
+            at: DateTime::UNIX_EPOCH,
+        });
+    }
+
+    fn reply(content: &str) -> Reply {
+        Reply {
+            content: content.to_owned(),
+            usage: Usage {
+                provider: "demo".to_owned(),
+                model: "demo-v1".to_owned(),
+                tokens_in: 3,
+                tokens_out: 4,
+                latency_ms: 5,
+                fallback: false,
+            },
+        }
+    }
+
+    #[test]
+    fn critiques_target_every_other_active_agent_and_revisions_see_that_rounds_critiques() {
+        let mut d = debate(&["a", "b", "c"]);
+        for agent in ["a", "b", "c"] {
+            say(&mut d, 1, "opening", agent, &format!("{agent} says tea"));
+        }
+        d.apply_event(DebateEvent::AgentFailed {
+            round: 1,
+            phase: "critique".to_owned(),
+            agent: "c".to_owned(),
+            code: "timeout".to_owned(),
+            error: "slow".to_owned(),
+            at: DateTime::UNIX_EPOCH,
+        });
+        let stage = Stage::Turns {
+            round: 1,
+            phase: "critique".to_owned(),
+        };
+        let Task::Critique { targets } = turn(&d, &stage, "a").task else {
+            panic!("a critique task");
+        };
+        assert_eq!(
+            targets,
+            vec![Position {
+                agent: "b".into(),
+                content: "b says tea".into()
+            }]
+        );
+        say(&mut d, 1, "critique", "b", "a is wrong");
+        say(&mut d, 1, "critique", "a", "b is wrong");
+        let revision = Stage::Turns {
+            round: 1,
+            phase: "revision".to_owned(),
+        };
+        let turn = turn(&d, &revision, "a");
+        assert_eq!(turn.round, 1);
+        assert_eq!(turn.rounds, 2);
+        let Task::Revision { own, critiques } = turn.task else {
+            panic!("a revision task");
+        };
+        assert_eq!(own, "a says tea");
+        assert_eq!(
+            critiques,
+            vec![Position {
+                agent: "b".into(),
+                content: "a is wrong".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn answers_become_outcomes_and_unreadable_votes_become_failures() {
+        let d = debate(&["a", "b"]);
+        let critique = Stage::Turns {
+            round: 1,
+            phase: "critique".to_owned(),
+        };
+        let asked = turn(&d, &critique, "a");
+        match outcome(&d, &critique, &asked, Ok(reply("fine"))) {
+            Outcome::Message { step, usage, .. } => {
+                assert_eq!((step.round, step.phase.as_str()), (1, "critique"));
+                assert_eq!(
+                    (usage.tokens_in, usage.tokens_out, usage.latency_ms),
+                    (3, 4, 5)
+                );
+            }
+            other => panic!("a message, not {other:?}"),
+        }
+        let vote = turn(&d, &Stage::Vote, "b");
+        match outcome(&d, &Stage::Vote, &vote, Ok(reply("I like it"))) {
+            Outcome::Failure { step, code, .. } => {
+                assert_eq!(code, "malformed_reply");
+                assert_eq!((step.round, step.phase.as_str()), (2, "vote"));
+            }
+            other => panic!("a failure, not {other:?}"),
+        }
+        let good = "VOTE: agree\nCONFIDENCE: 0.9\nREASONS:\n- good";
+        assert!(matches!(
+            outcome(&d, &Stage::Vote, &vote, Ok(reply(good))),
+            Outcome::Vote { confidence, .. } if (confidence - 0.9).abs() < 1e-9
+        ));
+        let timeout = AgentError::Timeout { seconds: 90 };
+        assert!(matches!(
+            outcome(&d, &Stage::Vote, &vote, Err(timeout)),
+            Outcome::Failure { code, .. } if code == "timeout"
+        ));
     }
 }

@@ -480,7 +480,7 @@ async fn messages_list_and_batch_respect_pages_filters_and_owners() {
     // Owners: each user sees their own debates, the admin every one.
     let mine = ada.listed("", 2).await;
     assert_eq!(ids(&mine), [ada2.clone(), ada1.clone()], "newest first");
-    assert_eq!(ids(&bob.listed("", 1).await), [bob1.clone()]);
+    assert_eq!(ids(&bob.listed("", 1).await), [bob1.as_str()]);
     for path in ["", "/consensus", "/messages"] {
         let (status, body) = bob.get(&format!("/api/debates/{ada1}{path}")).await;
         assert_error(status, &body, 404, "NOT_FOUND");

@@ -353,13 +353,17 @@ fn validate(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), D
     }
     for (i, phase) in protocol.phases.iter().enumerate() {
         if protocol.phases[..i].contains(phase) {
-            return Err(DebateError::Invalid(format!("phase {phase} is listed twice")));
+            return Err(DebateError::Invalid(format!(
+                "phase {phase} is listed twice"
+            )));
         }
     }
     if let Some(judge) = &protocol.judge
         && !agents.contains(judge)
     {
-        return Err(DebateError::Invalid(format!("judge {judge} is not one of the agents")));
+        return Err(DebateError::Invalid(format!(
+            "judge {judge} is not one of the agents"
+        )));
     }
     Ok(())
 }

@@ -55,7 +55,9 @@ pub async fn export_debates(
     let format = query.format.unwrap_or_default();
     let limit = query.limit.unwrap_or(MAX_EXPORT);
     if !(1..=MAX_EXPORT).contains(&limit) {
-        return Err(ApiError::bad_request(format!("limit must be between 1 and {MAX_EXPORT}")));
+        return Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {MAX_EXPORT}"
+        )));
     }
     let state = query.status.map(StatusName::as_str);
     let documents = Documents::new(app.log.clone());
@@ -92,7 +94,14 @@ pub async fn export_debates(
         }
     };
     let file = format!("attachment; filename=\"debates.{extension}\"");
-    Ok(([(CONTENT_TYPE, content_type.to_owned()), (CONTENT_DISPOSITION, file)], body).into_response())
+    Ok((
+        [
+            (CONTENT_TYPE, content_type.to_owned()),
+            (CONTENT_DISPOSITION, file),
+        ],
+        body,
+    )
+        .into_response())
 }
 
 const CSV_HEADER: &str = "id,topic,status,agents,rounds,created_at,completed_at,consensus_status,confidence,agree,agree_with_modifications,disagree,summary,error\n";
@@ -103,7 +112,9 @@ fn csv(debates: &[agon_aggregates::debate::Debate]) -> String {
         let summary = DebateSummary::from(debate);
         let consensus = debate.consensus.as_ref();
         let votes = consensus.map(|c| c.voting_summary).unwrap_or_default();
-        let time = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.to_rfc3339()).unwrap_or_default();
+        let time = |t: Option<chrono::DateTime<chrono::Utc>>| {
+            t.map(|t| t.to_rfc3339()).unwrap_or_default()
+        };
         let fields = [
             summary.id,
             summary.topic,
@@ -113,7 +124,10 @@ fn csv(debates: &[agon_aggregates::debate::Debate]) -> String {
             time(summary.created_at),
             time(summary.completed_at),
             summary.consensus_status.unwrap_or_default(),
-            summary.confidence.map(|c| format!("{c:.4}")).unwrap_or_default(),
+            summary
+                .confidence
+                .map(|c| format!("{c:.4}"))
+                .unwrap_or_default(),
             votes.agree.to_string(),
             votes.agree_with_modifications.to_string(),
             votes.disagree.to_string(),

@@ -77,7 +77,9 @@ pub fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
     match limit {
         None => Ok(DEFAULT_LIMIT),
         Some(limit) if (1..=MAX_LIMIT).contains(&limit) => Ok(limit),
-        Some(_) => Err(ApiError::bad_request(format!("limit must be between 1 and {MAX_LIMIT}"))),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {MAX_LIMIT}"
+        ))),
     }
 }
 
@@ -277,7 +279,9 @@ pub async fn batch_debates(
     let mut ids = body.debate_ids;
     let mut seen = std::collections::HashSet::new();
     ids.retain(|id| seen.insert(id.clone()));
-    let found = Documents::new(app.log.clone()).many::<Debates>(&ids).await?;
+    let found = Documents::new(app.log.clone())
+        .many::<Debates>(&ids)
+        .await?;
     let mut debates = Vec::with_capacity(found.len());
     let mut not_found = Vec::new();
     for id in &ids {

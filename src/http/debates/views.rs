@@ -41,7 +41,9 @@ impl From<&Debate> for DebateSummary {
             _ => None,
         };
         let (current_round, current_phase) = match stage {
-            Some(agon_aggregates::debate::Stage::Turns { round, phase }) => (Some(round), Some(phase)),
+            Some(agon_aggregates::debate::Stage::Turns { round, phase }) => {
+                (Some(round), Some(phase))
+            }
             Some(agon_aggregates::debate::Stage::Synthesis) => {
                 (Some(debate.last_round()), Some("synthesis".to_owned()))
             }

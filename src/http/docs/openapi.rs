@@ -72,9 +72,7 @@ pub fn document(paths: Paths, schemas: Vec<(String, RefOr<Schema>)>, table: &Rou
             continue;
         };
         // Handlers of other methods at the same path share its entry.
-        let entry = paths
-            .entry(mount.path.clone())
-            .or_insert_with(|| json!({}));
+        let entry = paths.entry(mount.path.clone()).or_insert_with(|| json!({}));
         if let Some(entry) = entry.as_object_mut() {
             for (key, value) in operations {
                 if !METHODS.contains(&key.as_str()) || mount.methods.contains(&key.as_str()) {
