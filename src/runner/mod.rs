@@ -217,6 +217,20 @@ async fn dispatch(inner: Arc<Inner>, stop: CancellationToken) {
         });
     }
     loop {
+        // Wait for work before taking a slot, so that an idle dispatcher
+        // leaves every slot to `admit`.
+        loop {
+            if !inner.accepting.load(Ordering::SeqCst) {
+                return;
+            }
+            if !locked(&inner.queue).is_empty() {
+                break;
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = inner.wake.notified() => {}
+            }
+        }
         let slot = tokio::select! {
             () = stop.cancelled() => return,
             slot = inner.slots.clone().acquire_owned() => match slot {
@@ -224,17 +238,11 @@ async fn dispatch(inner: Arc<Inner>, stop: CancellationToken) {
                 Err(_) => return,
             },
         };
-        let id = loop {
-            if !inner.accepting.load(Ordering::SeqCst) {
-                return;
-            }
-            if let Some(id) = locked(&inner.queue).pop_front() {
-                break id;
-            }
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = inner.wake.notified() => {}
-            }
+        if !inner.accepting.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(id) = locked(&inner.queue).pop_front() else {
+            continue;
         };
         let task_inner = inner.clone();
         locked(&inner.drives).spawn(async move {

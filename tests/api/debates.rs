@@ -27,7 +27,11 @@ struct Api {
 }
 
 impl Api {
-    async fn spawn(kind: Kind, extra: &[(&str, &str)]) -> (Spawned, Api) {
+    async fn spawn(extra: &[(&str, &str)]) -> (Spawned, Api) {
+        Api::spawn_on(Kind::Sqlite, extra).await
+    }
+
+    async fn spawn_on(kind: Kind, extra: &[(&str, &str)]) -> (Spawned, Api) {
         let mut vars = crate::auth::ROOMY.to_vec();
         vars.push(("SERVICE_RATE_LIMIT_DEBATE_CREATE", "1000000"));
         vars.extend_from_slice(extra);
@@ -42,14 +46,8 @@ impl Api {
     }
 
     async fn get(&self, path: impl AsRef<str>) -> (u16, Value) {
-        let path = path.as_ref();
-        call(
-            Method::GET,
-            &format!("{}{path}", self.base),
-            Some(&self.token),
-            None,
-        )
-        .await
+        let url = format!("{}{}", self.base, path.as_ref());
+        call(Method::GET, &url, Some(&self.token), None).await
     }
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
@@ -67,10 +65,8 @@ impl Api {
     /// A demo debate of one round on `topic`; returns its id.
     async fn demo(&self, topic: &str) -> String {
         let body = json!({"topic": topic, "agents": DEMO, "rounds": 1});
-        self.create("/api/debates", body).await["id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        let created = self.create("/api/debates", body).await;
+        created["id"].as_str().unwrap().to_owned()
     }
 
     /// Polls `path` until `done` holds for its 200 body (20 s at most).
@@ -81,10 +77,8 @@ impl Api {
             if status == 200 && done(&body) {
                 return body;
             }
-            assert!(
-                Instant::now() < deadline,
-                "{path} never got there: {status} {body}"
-            );
+            let late = Instant::now() > deadline;
+            assert!(!late, "{path} never got there: {status} {body}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -105,15 +99,22 @@ impl Api {
     }
 }
 
+/// The fields of `value` named in `keys` (space-separated, `a/b` for nested).
+fn pick(value: &Value, keys: &str) -> Value {
+    let fields = keys.split(' ').map(|key| {
+        let field = value.pointer(&format!("/{key}")).cloned();
+        (key.to_owned(), field.unwrap_or(Value::Null))
+    });
+    Value::Object(fields.collect())
+}
+
 /// The create response of §2.1; returns the id.
 fn assert_created(created: &Value, topic: &str) -> String {
     let id = created["id"].as_str().expect("id is a string");
     assert!(!id.is_empty() && created["debate_id"] == id, "{created}");
     // `running` when a slot is free; see `an_idle_service_starts_a_debate_at_once`.
-    assert!(
-        matches!(created["status"].as_str(), Some("running" | "pending")),
-        "{created}"
-    );
+    let status = created["status"].as_str();
+    assert!(matches!(status, Some("running" | "pending")), "{created}");
     assert_eq!(created["topic"], topic);
     let at = created["created_at"].as_str().expect("created_at");
     chrono::DateTime::parse_from_rfc3339(at).expect("created_at is a timestamp");
@@ -123,9 +124,8 @@ fn assert_created(created: &Value, topic: &str) -> String {
 /// The general error form (§7) with `status` and `code`; returns the message.
 fn assert_error(status: u16, body: &Value, want: u16, code: &str) -> String {
     assert_eq!(
-        (status, &body["error"]["code"]),
-        (want, &json!(code)),
-        "{body}"
+        (status, pick(body, "error/code")),
+        (want, json!({"error/code": code}))
     );
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(!message.is_empty(), "{body}");
@@ -154,9 +154,7 @@ pub fn assert_consensus_body(body: &Value, agents: u64) {
     let consensus = &body["consensus"];
     let summary = consensus["summary"].as_str().expect("consensus.summary");
     assert!(!summary.trim().is_empty(), "{body}");
-    let confidence = consensus["confidence"]
-        .as_f64()
-        .expect("confidence is a number");
+    let confidence = consensus["confidence"].as_f64().expect("confidence");
     assert!((0.0..=1.0).contains(&confidence), "{body}");
     for key in ["key_points", "disagreements"] {
         let items = consensus[key]
@@ -164,15 +162,14 @@ pub fn assert_consensus_body(body: &Value, agents: u64) {
             .unwrap_or_else(|| panic!("{key}: {body}"));
         assert!(items.iter().all(Value::is_string), "{key}: {body}");
     }
-    let votes: u64 = ["agree", "agree_with_modifications", "disagree"]
-        .map(|key| {
-            body["voting_summary"][key]
-                .as_u64()
-                .expect("vote counts are integers")
-        })
-        .iter()
-        .sum();
-    assert_eq!(votes, agents, "every agent voted once: {body}");
+    let votes = body["voting_summary"].as_object().expect("voting_summary");
+    let keys = ["agree", "agree_with_modifications", "disagree"];
+    let counts = keys.map(|key| votes[key].as_u64().expect("vote counts are integers"));
+    assert_eq!(
+        counts.iter().sum::<u64>(),
+        agents,
+        "every agent voted: {body}"
+    );
 }
 
 /// A majority debate's status follows its agreeing share and threshold.
@@ -180,10 +177,8 @@ fn assert_decided_by_share(body: &Value) {
     let count = |key: &str| body["voting_summary"][key].as_f64().unwrap();
     let agreeing = count("agree") + count("agree_with_modifications");
     let share = agreeing / (agreeing + count("disagree"));
-    assert!(
-        (body["agreeing_share"].as_f64().unwrap() - share).abs() < 1e-9,
-        "{body}"
-    );
+    let reported = body["agreeing_share"].as_f64().unwrap();
+    assert!((reported - share).abs() < 1e-9, "{body}");
     let reached = share >= body["threshold"].as_f64().unwrap();
     assert_eq!(body["status"] == "consensus_reached", reached, "{body}");
 }
@@ -203,36 +198,29 @@ fn assert_plan(detail: &Value, rounds: u64) {
         let mut agents: Vec<&str> = chunk.iter().map(|m| m["agent"].as_str().unwrap()).collect();
         agents.sort_unstable();
         assert_eq!(agents, DEMO, "round {round} {phase}");
-        for m in chunk {
-            assert_eq!(
-                (m["round"].as_u64(), m["phase"].as_str()),
-                (Some(round), Some(phase))
-            );
-        }
+        let want = json!({"round": round, "phase": phase});
+        assert!(
+            chunk.iter().all(|m| pick(m, "round phase") == want),
+            "{chunk:?}"
+        );
     }
     for (index, message) in messages.iter().enumerate() {
-        assert_eq!(
-            (&message["index"], &message["provider"]),
-            (&json!(index), &json!("demo"))
-        );
+        let want = json!({"index": index, "provider": "demo"});
+        assert_eq!(pick(message, "index provider"), want);
         let agent = message["agent"].as_str().unwrap();
         let content = message["content"].as_str().unwrap();
-        assert!(
-            content.starts_with(&format!("[demo agent {agent}]")),
-            "{content}"
-        );
+        let from_demo = content.starts_with(&format!("[demo agent {agent}]"));
+        assert!(from_demo, "{content}");
         let targets = message["targets"].as_array().unwrap();
         let mut targets: Vec<&str> = targets.iter().map(|t| t.as_str().unwrap()).collect();
         targets.sort_unstable();
         if message["phase"] == "critique" {
             let others: Vec<&str> = DEMO.into_iter().filter(|a| *a != agent).collect();
             assert_eq!(targets, others, "{message}");
-            assert!(
-                others
-                    .iter()
-                    .all(|o| content.contains(&format!("On {o} ("))),
-                "{content}"
-            );
+            let named = others
+                .iter()
+                .all(|o| content.contains(&format!("On {o} (")));
+            assert!(named, "{content}");
         } else {
             assert!(targets.is_empty(), "{message}");
         }
@@ -240,7 +228,7 @@ fn assert_plan(detail: &Value, rounds: u64) {
 }
 
 async fn create_run_and_read_the_consensus(kind: Kind) {
-    let (app, api) = Api::spawn(kind, &[]).await;
+    let (app, api) = Api::spawn_on(kind, &[]).await;
 
     // Current form.
     let topic = "Should cities ban cars downtown?";
@@ -250,25 +238,22 @@ async fn create_run_and_read_the_consensus(kind: Kind) {
     let created = api.create("/api/debates", body).await;
     let id = assert_created(&created, topic);
     assert_eq!(
-        (&created["rounds"], &created["agents"]),
-        (&json!(2), &json!(DEMO))
+        pick(&created, "rounds agents"),
+        json!({"rounds": 2, "agents": DEMO})
     );
     let detail = api.finished(&id).await;
     assert_plan(&detail, 2);
     assert_eq!(detail["synthesis"]["agent"], "demo-a", "{detail}");
-    let (status, consensus) = api.get(&format!("/api/debates/{id}/consensus")).await;
+    let (status, consensus) = api.get(format!("/api/debates/{id}/consensus")).await;
     assert_eq!(status, 200, "{consensus}");
     assert_consensus_body(&consensus, 3);
-    assert_eq!(consensus["debate_id"], id.as_str());
-    assert_eq!(
-        (&consensus["mode"], &consensus["threshold"]),
-        (&json!("majority"), &json!(0.6))
-    );
+    let want = json!({"debate_id": id, "mode": "majority", "threshold": 0.6});
+    assert_eq!(pick(&consensus, "debate_id mode threshold"), want);
     assert_decided_by_share(&consensus);
     assert_eq!(detail["consensus"], consensus);
-    let (status, v1) = api.get(&format!("/api/v1/debates/{id}/consensus")).await;
-    assert_eq!((status, &v1), (200, &consensus));
-    let (status, v2) = api.get(&format!("/api/v2/debates/{id}/consensus")).await;
+    let v1 = api.get(format!("/api/v1/debates/{id}/consensus")).await;
+    assert_eq!(v1, (200, consensus.clone()));
+    let (status, v2) = api.get(format!("/api/v2/debates/{id}/consensus")).await;
     assert_eq!(
         (status, &v2["data"], &v2["meta"]["version"]),
         (200, &consensus, &json!("2"))
@@ -282,7 +267,7 @@ async fn create_run_and_read_the_consensus(kind: Kind) {
     let id = assert_created(&created, topic);
     assert_eq!(created["rounds"], 1);
     assert_plan(&api.finished(&id).await, 1);
-    let (status, consensus) = api.get(&format!("/api/debates/{id}/consensus")).await;
+    let (status, consensus) = api.get(format!("/api/debates/{id}/consensus")).await;
     assert_eq!(status, 200);
     assert_consensus_body(&consensus, 3);
 
@@ -295,19 +280,16 @@ async fn create_run_and_read_the_consensus(kind: Kind) {
     let id = assert_created(&created["data"], "Build a tram line?");
     let detail = api.finished(&id).await;
     assert_plan(&detail, 1);
-    assert_eq!(
-        (&detail["context"], &detail["protocol"]["consensus"]),
-        (&json!(context), &json!("majority"))
-    );
-    let openings = detail["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["phase"] == "opening");
-    openings.for_each(|m| assert!(m["content"].as_str().unwrap().contains(context), "{m}"));
-    let (status, v2) = api.get(&format!("/api/v2/debates/{id}")).await;
+    let want = json!({"context": context, "protocol/consensus": "majority"});
+    assert_eq!(pick(&detail, "context protocol/consensus"), want);
+    for message in detail["messages"].as_array().unwrap() {
+        let opening = message["phase"] == "opening";
+        let content = message["content"].as_str().unwrap();
+        assert!(!opening || content.contains(context), "{message}");
+    }
+    let (status, v2) = api.get(format!("/api/v2/debates/{id}")).await;
     assert_eq!((status, &v2["data"]["id"]), (200, &json!(id)));
-    let (status, v2) = api.get(&format!("/api/v2/debates/{id}/consensus")).await;
+    let (status, v2) = api.get(format!("/api/v2/debates/{id}/consensus")).await;
     assert_eq!(status, 200);
     assert_consensus_body(&v2["data"], 3);
 
@@ -320,7 +302,7 @@ async fn create_run_and_read_the_consensus(kind: Kind) {
 #[ignore = "bug: with SERVICE_MAX_CONCURRENT_DEBATES=1 an idle service answers the first create \
             with status pending: the runner's dispatch loop holds the only slot while it waits"]
 async fn an_idle_service_starts_a_debate_at_once() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[("SERVICE_MAX_CONCURRENT_DEBATES", "1")]).await;
+    let (app, api) = Api::spawn(&[("SERVICE_MAX_CONCURRENT_DEBATES", "1")]).await;
     let body = json!({"topic": "Alone", "agents": DEMO, "rounds": 1});
     let created = api.create("/api/debates", body).await;
     assert_eq!(created["status"], "running", "{created}");
@@ -332,10 +314,10 @@ async fn an_idle_service_starts_a_debate_at_once() {
 #[ignore = "bug: GET /api/debates/{id} right after a 201 answers 404 until the debates read \
             model catches up (create does not wait for it); `agon debate --server` fails on it"]
 async fn a_created_debate_is_readable_at_once() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, api) = Api::spawn(&[]).await;
     for n in 0..5 {
         let id = api.demo(&format!("Read me {n}")).await;
-        let (status, detail) = api.get(&format!("/api/debates/{id}")).await;
+        let (status, detail) = api.get(format!("/api/debates/{id}")).await;
         assert_eq!(status, 200, "{detail}");
         let (_, list) = api.get("/api/debates").await;
         assert_eq!(list["total"], n + 1, "{list}");
@@ -348,27 +330,14 @@ async fn a_created_debate_is_readable_at_once() {
 #[ignore = "bug: `agon debate --server` polls GET /api/v1/debates/{id} at once, gets 404 from \
             the lagging read model and exits 1 with `unexpected answer: Debate not found`"]
 async fn cli_runs_a_debate_on_a_server() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, api) = Api::spawn(&[]).await;
     let dir = tempfile::tempdir().unwrap();
-    for (args, env) in [
-        (vec!["--token", TEST_TOKEN], None),
-        (vec![], Some(TEST_TOKEN)),
-    ] {
+    let by_flag: (&[&str], _) = (&["--token", TEST_TOKEN], None);
+    for (args, env) in [by_flag, (&[], Some(TEST_TOKEN))] {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"));
-        command.args([
-            "debate",
-            "Remote topic",
-            "--rounds",
-            "1",
-            "--json",
-            "--server",
-            &app.base,
-        ]);
-        command
-            .args(args)
-            .env_clear()
-            .env("SERVICE_DATA_DIR", dir.path())
-            .kill_on_drop(true);
+        let debate = "debate|Remote topic|--rounds|1|--json|--server";
+        command.args(debate.split('|')).arg(&app.base).args(args);
+        command.env_clear().env("SERVICE_DATA_DIR", dir.path());
         command.envs(env.map(|token| ("SERVICE_API_TOKEN", token)));
         let run = tokio::time::timeout(Duration::from_secs(60), command.output());
         let output = run.await.expect("agon debate never ended").unwrap();
@@ -388,39 +357,29 @@ async fn cli_runs_a_debate_on_a_server() {
 async fn consensus_is_202_while_running_or_pending() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", silent.local_addr().unwrap());
-    let vars = [
-        ("SERVICE_OPENAI_COMPATIBLE_URL", url.as_str()),
-        ("SERVICE_MAX_CONCURRENT_DEBATES", "1"),
-    ];
-    let (app, api) = Api::spawn(Kind::Sqlite, &vars).await;
+    let one = ("SERVICE_MAX_CONCURRENT_DEBATES", "1");
+    let (app, api) = Api::spawn(&[("SERVICE_OPENAI_COMPATIBLE_URL", &url), one]).await;
     let body = json!({"topic": "Stuck", "agents": ["demo-a", "local"], "rounds": 1});
     let running = assert_created(&api.create("/api/debates", body).await, "Stuck");
     let path = format!("/api/debates/{running}");
     let detail = api.until(&path, |d| d["status"] == "running").await;
-    assert_eq!(
-        (&detail["current_round"], &detail["current_phase"]),
-        (&json!(1), &json!("opening"))
-    );
-    let waiting = api
-        .create("/api/debates", json!({"topic": "Queued", "agents": DEMO}))
-        .await;
+    let want = json!({"current_round": 1, "current_phase": "opening"});
+    assert_eq!(pick(&detail, "current_round current_phase"), want);
+    let body = json!({"topic": "Queued", "agents": DEMO});
+    let waiting = api.create("/api/debates", body).await;
     assert_eq!(waiting["status"], "pending", "{waiting}");
     let waiting = waiting["id"].as_str().unwrap();
     api.until(&format!("/api/debates/{waiting}"), |_| true)
         .await;
     for (id, state) in [(running.as_str(), "running"), (waiting, "pending")] {
+        let want = json!({"status": state, "debate_id": id, "consensus": null});
         for prefix in ["/api", "/api/v1"] {
-            let (status, body) = api.get(&format!("{prefix}/debates/{id}/consensus")).await;
-            assert_eq!(
-                (status, &body["status"], &body["debate_id"]),
-                (202, &json!(state), &json!(id))
-            );
-            assert!(
-                body["consensus"].is_null() && body["message"].is_string(),
-                "{body}"
-            );
+            let (status, body) = api.get(format!("{prefix}/debates/{id}/consensus")).await;
+            let fields = pick(&body, "status debate_id consensus");
+            assert_eq!((status, fields), (202, want.clone()), "{body}");
+            assert!(body["message"].is_string(), "{body}");
         }
-        let (status, body) = api.get(&format!("/api/v2/debates/{id}/consensus")).await;
+        let (status, body) = api.get(format!("/api/v2/debates/{id}/consensus")).await;
         assert_eq!(
             (status, &body["data"]["status"]),
             (202, &json!(state)),
@@ -434,14 +393,11 @@ async fn consensus_is_202_while_running_or_pending() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn messages_list_and_batch_respect_pages_filters_and_owners() {
-    let (app, admin) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, admin) = Api::spawn(&[]).await;
     let ada = Api::with(&app.base, &signed_in(&app.base, "ada@example.com").await.1);
     let bob = Api::with(&app.base, &signed_in(&app.base, "bob@example.com").await.1);
-    let (ada1, ada2, bob1) = (
-        ada.demo("Ada 1").await,
-        ada.demo("Ada 2").await,
-        bob.demo("Bob").await,
-    );
+    let (ada1, ada2) = (ada.demo("Ada 1").await, ada.demo("Ada 2").await);
+    let bob1 = bob.demo("Bob").await;
     let detail = ada.finished(&ada1).await;
     ada.finished(&ada2).await;
     bob.finished(&bob1).await;
@@ -451,43 +407,30 @@ async fn messages_list_and_batch_respect_pages_filters_and_owners() {
     let mut paged = Vec::new();
     for offset in [0, 4, 8] {
         let (status, page) = messages(format!("?limit=4&offset={offset}")).await;
-        assert_eq!(
-            (status, &page["total"], &page["offset"]),
-            (200, &json!(9), &json!(offset))
-        );
+        let want = json!({"total": 9, "offset": offset, "limit": 4});
+        assert_eq!((status, pick(&page, "total offset limit")), (200, want));
         assert_eq!(page["count"], page["messages"].as_array().unwrap().len());
         paged.extend(page["messages"].as_array().unwrap().iter().cloned());
     }
     assert_eq!(Value::from(paged), detail["messages"]);
     let (_, all) = messages(String::new()).await;
-    assert_eq!(
-        (&all["count"], &all["limit"], &all["debate_id"]),
-        (&json!(9), &json!(20), &json!(ada1))
-    );
+    let want = json!({"count": 9, "limit": 20, "debate_id": ada1});
+    assert_eq!(pick(&all, "count limit debate_id"), want);
     let (_, past) = messages("?offset=100".into()).await;
-    assert_eq!((&past["count"], &past["total"]), (&json!(0), &json!(9)));
-    for bad in [
-        "limit=0",
-        "limit=101",
-        "limit=abc",
-        "offset=-1",
-        "colour=red",
-    ] {
+    assert_eq!(pick(&past, "count total"), json!({"count": 0, "total": 9}));
+    for bad in "limit=0 limit=101 limit=abc offset=-1 colour=red".split(' ') {
         let (status, body) = messages(format!("?{bad}")).await;
         assert_error(status, &body, 400, "BAD_REQUEST");
     }
 
     // Owners: each user sees their own debates, the admin every one.
     let mine = ada.listed("", 2).await;
-    assert_eq!(ids(&mine), [ada2.clone(), ada1.clone()], "newest first");
+    assert_eq!(ids(&mine), [ada2.as_str(), ada1.as_str()], "newest first");
     assert_eq!(ids(&bob.listed("", 1).await), [bob1.as_str()]);
     for path in ["", "/consensus", "/messages"] {
-        let (status, body) = bob.get(&format!("/api/debates/{ada1}{path}")).await;
+        let (status, body) = bob.get(format!("/api/debates/{ada1}{path}")).await;
         assert_error(status, &body, 404, "NOT_FOUND");
-        assert_eq!(
-            admin.get(&format!("/api/debates/{ada1}{path}")).await.0,
-            200
-        );
+        assert_eq!(admin.get(format!("/api/debates/{ada1}{path}")).await.0, 200);
     }
     assert_eq!(admin.listed("", 3).await["limit"], 20);
 
@@ -498,7 +441,7 @@ async fn messages_list_and_batch_respect_pages_filters_and_owners() {
         ("running", 0),
         ("failed", 0),
     ] {
-        let (code, body) = admin.get(&format!("/api/debates?status={status}")).await;
+        let (code, body) = admin.get(format!("/api/debates?status={status}")).await;
         assert_eq!(
             (code, &body["total"]),
             (200, &json!(total)),
@@ -509,15 +452,15 @@ async fn messages_list_and_batch_respect_pages_filters_and_owners() {
     assert_error(status, &body, 400, "BAD_REQUEST");
     let (_, first) = admin.get("/api/debates?limit=1").await;
     let (_, second) = admin.get("/api/debates?limit=1&offset=1").await;
-    assert_eq!((&first["count"], &first["total"]), (&json!(1), &json!(3)));
+    assert_eq!(pick(&first, "count total"), json!({"count": 1, "total": 3}));
     assert_eq!(
         (ids(&first), ids(&second)),
         (vec![bob1.clone()], vec![ada2.clone()])
     );
     let (_, none) = admin.get("/api/debates?offset=3").await;
-    assert_eq!((&none["count"], &none["total"]), (&json!(0), &json!(3)));
+    assert_eq!(pick(&none, "count total"), json!({"count": 0, "total": 3}));
     for bad in ["limit=0", "limit=101", "limit=x"] {
-        let (status, body) = admin.get(&format!("/api/debates?{bad}")).await;
+        let (status, body) = admin.get(format!("/api/debates?{bad}")).await;
         assert_error(status, &body, 400, "BAD_REQUEST");
     }
     for n in 0..18 {
@@ -529,28 +472,26 @@ async fn messages_list_and_batch_respect_pages_filters_and_owners() {
     let body = json!({"debate_ids": [ada1, bob1, "no-such-id", ada1]});
     let (status, found) = ada.post("/api/debates/batch", body).await;
     assert_eq!((status, ids(&found)), (200, vec![ada1.clone()]), "{found}");
-    assert_eq!(
-        (&found["not_found"], &found["count"]),
-        (&json!([bob1, "no-such-id"]), &json!(1))
-    );
+    let want = json!({"not_found": [bob1, "no-such-id"], "count": 1});
+    assert_eq!(pick(&found, "not_found count"), want);
     assert_eq!(found["debates"][0]["messages"], detail["messages"]);
-    let (_, found) = admin
-        .post("/api/debates/batch", json!({"debate_ids": [ada1, bob1]}))
-        .await;
+    let body = json!({"debate_ids": [ada1, bob1]});
+    let (_, found) = admin.post("/api/debates/batch", body).await;
     assert_eq!(
         (ids(&found), &found["not_found"]),
-        (vec![ada1.clone(), bob1], &json!([]))
+        (vec![ada1, bob1], &json!([]))
     );
     let many: Vec<String> = (0..101).map(|n| format!("id-{n}")).collect();
     let (status, body) = ada
         .post("/api/debates/batch", json!({"debate_ids": many}))
         .await;
     assert_error(status, &body, 400, "BAD_REQUEST");
-    for body in [
+    let wrong = [
         json!({"debate_ids": [], "extra": 1}),
         json!({}),
         json!({"debate_ids": "x"}),
-    ] {
+    ];
+    for body in wrong {
         let (status, error) = ada.post("/api/debates/batch", body).await;
         assert_error(status, &error, 422, "VALIDATION_ERROR");
     }
@@ -569,8 +510,9 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
             (true, '"') if chars.next_if_eq(&'"').is_some() => field.push('"'),
             (true, '"') => {
                 quoted = false;
+                let next = chars.peek();
                 assert!(
-                    matches!(chars.peek(), Some(',' | '\n')),
+                    matches!(next, Some(',' | '\n')),
                     "text after a quote: {text}"
                 );
             }
@@ -588,21 +530,22 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
     }
     assert!(
         !quoted && field.is_empty() && row.is_empty(),
-        "unterminated CSV: {text}"
+        "unterminated: {text}"
     );
     rows
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn export_as_json_ndjson_and_csv() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, api) = Api::spawn(&[]).await;
     let formula = "=HYPERLINK(\"http://x\", \"click\"), then more";
     let (plain, tricky) = (api.demo("Plain topic").await, api.demo(formula).await);
     api.finished(&plain).await;
     api.finished(&tricky).await;
     let client = crate::support::client();
     let export = |format: &str| {
-        let request = client.get(format!("{}/api/debates/export?format={format}", app.base));
+        let url = format!("{}/api/debates/export?format={format}", app.base);
+        let request = client.get(url);
         async move {
             let response = request.send().await.unwrap();
             let status = response.status().as_u16();
@@ -618,8 +561,8 @@ async fn export_as_json_ndjson_and_csv() {
     assert_eq!((status, kind.as_str()), (200, "application/json"));
     let body: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
-        (body["count"].as_u64(), ids(&body)),
-        (Some(2), vec![tricky.clone(), plain.clone()])
+        (&body["count"], ids(&body)),
+        (&json!(2), vec![tricky.clone(), plain.clone()])
     );
     assert_consensus_body(&body["debates"][0]["consensus"], 3);
 
@@ -646,35 +589,30 @@ async fn export_as_json_ndjson_and_csv() {
         "{text}"
     );
     assert!(rows.iter().all(|r| r.len() == 14), "{text}");
+    let defused = format!("'{formula}");
     let want = [
-        &tricky,
-        &format!("'{formula}"),
+        tricky.as_str(),
+        &defused,
         "completed",
         "demo-a;demo-b;demo-c",
         "1",
     ];
     assert_eq!(rows[1][..5], want, "the formula is defused");
-    assert_eq!(
-        (rows[2][0].as_str(), rows[2][1].as_str()),
-        (plain.as_str(), "Plain topic")
-    );
+    assert_eq!(rows[2][..2], [plain.as_str(), "Plain topic"]);
     assert!(matches!(
         rows[1][7].as_str(),
         "consensus_reached" | "no_consensus"
     ));
-    assert_eq!(
-        rows[1][9..12]
-            .iter()
-            .map(|v| v.parse::<u32>().unwrap())
-            .sum::<u32>(),
-        3
-    );
-    assert!(
-        rows.iter()
-            .flatten()
-            .all(|f| !f.starts_with(['=', '+', '-', '@'])),
-        "{text}"
-    );
+    let votes: u32 = rows[1][9..12]
+        .iter()
+        .map(|v| v.parse::<u32>().unwrap())
+        .sum();
+    assert_eq!(votes, 3);
+    let safe = rows
+        .iter()
+        .flatten()
+        .all(|f| !f.starts_with(['=', '+', '-', '@']));
+    assert!(safe, "{text}");
 
     let (status, _, text) = export("xml").await;
     assert_error(
@@ -688,7 +626,7 @@ async fn export_as_json_ndjson_and_csv() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_create_requests_are_refused_and_store_nothing() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, api) = Api::spawn(&[]).await;
     let thirteen: Vec<String> = (1..=13).map(|n| format!("demo-{n}")).collect();
     let with = |extra: Value| {
         let mut body = json!({"topic": "Fine topic", "agents": DEMO});
@@ -698,6 +636,8 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
         body
     };
     let (bad, invalid) = ((400, "BAD_REQUEST"), (422, "VALIDATION_ERROR"));
+    let threshold = |t: f64| with(json!({"protocol": {"consensus_threshold": t}}));
+    let phases = |p: Value| with(json!({"protocol": {"phases": p}}));
     let cases = [
         (json!({"agents": DEMO}), bad, "topic"),
         (with(json!({"topic": "   "})), bad, "topic"),
@@ -730,22 +670,10 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
             "max_rounds",
         ),
         (with(json!({"topic": "a", "task": "b"})), bad, "task"),
-        (
-            with(json!({"protocol": {"consensus_threshold": 1.5}})),
-            bad,
-            "consensus_threshold",
-        ),
-        (
-            with(json!({"protocol": {"consensus_threshold": -0.1}})),
-            bad,
-            "consensus_threshold",
-        ),
-        (
-            with(json!({"protocol": {"phases": ["opening", "bad phase!"]}})),
-            bad,
-            "bad phase!",
-        ),
-        (with(json!({"protocol": {"phases": []}})), bad, "phases"),
+        (threshold(1.5), bad, "consensus_threshold"),
+        (threshold(-0.1), bad, "consensus_threshold"),
+        (phases(json!(["opening", "bad phase!"])), bad, "bad phase!"),
+        (phases(json!([])), bad, "phases"),
         (with(json!({"consensus": "plurality"})), bad, "plurality"),
         (with(json!({"judge": "demo-z"})), bad, "demo-z"),
         (with(json!({"colour": "red"})), invalid, ""),
@@ -773,8 +701,9 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
     assert!(forms.iter().all(|f| message.contains(f)), "{message}");
 
     let client = crate::support::client();
-    let raw = |bytes: Vec<u8>, content_type: Option<&str>| {
-        let mut request = client.post(format!("{}/api/debates", app.base)).body(bytes);
+    let raw = |bytes: &[u8], content_type: Option<&str>| {
+        let url = format!("{}/api/debates", app.base);
+        let mut request = client.post(url).body(bytes.to_vec());
         if let Some(kind) = content_type {
             request = request.header("content-type", kind);
         }
@@ -785,19 +714,19 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
         }
     };
     let json_type = Some("application/json");
-    let truncated = br#"{"topic": "x", "agents": ["demo-a"]"#.to_vec();
-    let not_utf8 = b"{\"topic\": \"\xff\xfe\", \"agents\": [\"demo-a\"]}".to_vec();
-    for bytes in [truncated, not_utf8] {
+    let truncated = br#"{"topic": "x", "agents": ["demo-a"]"#;
+    let not_utf8 = b"{\"topic\": \"\xff\xfe\", \"agents\": [\"demo-a\"]}";
+    for bytes in [&truncated[..], &not_utf8[..]] {
         let (status, error) = raw(bytes, json_type).await;
         assert_error(status, &error, 400, "BAD_REQUEST");
     }
-    let fine = br#"{"topic": "x", "agents": ["demo-a"]}"#.to_vec();
+    let fine = br#"{"topic": "x", "agents": ["demo-a"]}"#;
     for content_type in [None, Some("text/plain")] {
-        let (status, error) = raw(fine.clone(), content_type).await;
+        let (status, error) = raw(fine, content_type).await;
         assert_error(status, &error, 415, "UNSUPPORTED_MEDIA_TYPE");
     }
-    let huge = serde_json::to_vec(&with(json!({"context": "x".repeat(2 << 20)}))).unwrap();
-    let (status, error) = raw(huge, json_type).await;
+    let huge = with(json!({"context": "x".repeat(2 << 20)})).to_string();
+    let (status, error) = raw(huge.as_bytes(), json_type).await;
     assert_error(status, &error, 413, "PAYLOAD_TOO_LARGE");
 
     // The versioned paths answer in their own error forms.
@@ -810,12 +739,10 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
     let body = json!({"task": "t", "agents": ["gpt-4o"], "auto_select": false});
     let (status, v2) = api.post("/api/v2/debates", body).await;
     assert_eq!((status, &v2["code"]), (400, &json!("BAD_REQUEST")), "{v2}");
-    assert!(
-        v2["error"]
-            .as_str()
-            .is_some_and(|m| m.contains("OPENAI_API_KEY")),
-        "{v2}"
-    );
+    let names_key = v2["error"]
+        .as_str()
+        .is_some_and(|m| m.contains("OPENAI_API_KEY"));
+    assert!(names_key, "{v2}");
 
     // Nothing was stored: the one good debate is the only one listed.
     let good = api.demo("The only one").await;
@@ -833,14 +760,12 @@ fn assert_deprecated(headers: &HeaderMap, successor: &str) {
         .map(|d| d.date_naive())
         .or_else(|_| chrono::NaiveDate::parse_from_str(sunset, "%Y-%m-%d"));
     assert_eq!(
-        date.map(|d| d.to_string()).as_deref(),
-        Ok("2026-06-01"),
+        date.map(|d| d.to_string()),
+        Ok("2026-06-01".into()),
         "{sunset}"
     );
-    assert_eq!(
-        header("link"),
-        format!("<{successor}>; rel=\"successor-version\"")
-    );
+    let link = format!("<{successor}>; rel=\"successor-version\"");
+    assert_eq!(header("link"), link);
     let level = header("x-deprecation-level");
     assert!(
         ["warning", "critical", "sunset"].contains(&level),
@@ -851,41 +776,30 @@ fn assert_deprecated(headers: &HeaderMap, successor: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deprecated_aliases_work_and_name_their_successors() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, api) = Api::spawn(&[]).await;
     let client = crate::support::client();
-    for (n, path) in ["/api/debate/new", "/api/debates/start", "/api/debate"]
-        .iter()
-        .enumerate()
-    {
+    let aliases = ["/api/debate/new", "/api/debates/start", "/api/debate"];
+    for (n, path) in aliases.iter().enumerate() {
         let topic = format!("Alias {n}");
         let body = json!({"topic": topic, "agents": DEMO, "max_rounds": 1});
-        let response = client
-            .post(format!("{}{path}", app.base))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let request = client.post(format!("{}{path}", app.base)).json(&body);
+        let response = request.send().await.unwrap();
         assert_eq!(response.status(), 201, "{path}");
         assert_deprecated(response.headers(), "/api/debates");
         let created: Value = response.json().await.unwrap();
         api.finished(&assert_created(&created, &topic)).await;
     }
-    let response = client
-        .get(format!("{}/api/debates/list?limit=2", app.base))
-        .send()
-        .await;
-    let response = response.unwrap();
+    let request = client.get(format!("{}/api/debates/list?limit=2", app.base));
+    let response = request.send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_deprecated(response.headers(), "/api/debates");
     let list: Value = response.json().await.unwrap();
-    assert_eq!((&list["count"], &list["total"]), (&json!(2), &json!(3)));
+    assert_eq!(pick(&list, "count total"), json!({"count": 2, "total": 3}));
     let body = json!({"task": "Current", "agents": DEMO, "rounds": 1});
-    let response = client
+    let request = client
         .post(format!("{}/api/v2/debates", app.base))
-        .json(&body)
-        .send()
-        .await;
-    let response = response.unwrap();
+        .json(&body);
+    let response = request.send().await.unwrap();
     assert_eq!(response.status(), 201);
     assert!(response.headers().get("deprecation").is_none());
     app.stop.cancel();
@@ -896,23 +810,19 @@ async fn deprecated_aliases_work_and_name_their_successors() {
 #[ignore = "bug: /api/debate/new links to </api/debates> and /api/debates/start is itself \
             deprecated, where §9 names /api/debates/start as the successor"]
 async fn debate_new_names_debates_start_as_its_successor() {
-    let (app, _) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, _) = Api::spawn(&[]).await;
     let client = crate::support::client();
     let body = json!({"topic": "Alias", "agents": DEMO, "rounds": 1});
     let old = client
         .post(format!("{}/api/debate/new", app.base))
-        .json(&body)
-        .send()
-        .await;
-    let old = old.unwrap();
+        .json(&body);
+    let old = old.send().await.unwrap();
     assert_eq!(old.status(), 201);
     assert_deprecated(old.headers(), "/api/debates/start");
     let new = client
         .post(format!("{}/api/debates/start", app.base))
-        .json(&body)
-        .send()
-        .await;
-    let new = new.unwrap();
+        .json(&body);
+    let new = new.send().await.unwrap();
     assert_eq!(new.status(), 201);
     assert!(
         new.headers().get("deprecation").is_none(),
@@ -924,21 +834,20 @@ async fn debate_new_names_debates_start_as_its_successor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn leaderboard_ranks_demo_agents_after_two_debates() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, api) = Api::spawn(&[]).await;
     let (status, empty) = api.get("/api/leaderboard").await;
     assert_eq!(
-        (status, &empty["agents"], &empty["total"]),
-        (200, &json!([]), &json!(0))
+        (status, pick(&empty, "agents total")),
+        (200, json!({"agents": [], "total": 0}))
     );
     for topic in ["Tabs or spaces?", "Should homework be abolished?"] {
         api.finished(&api.demo(topic).await).await;
     }
-    let board = api
-        .until("/api/leaderboard", |board| {
-            let agents = board["agents"].as_array().unwrap();
-            agents.len() == 3 && agents.iter().all(|a| a["debates"] == 2)
-        })
-        .await;
+    let both_counted = |board: &Value| {
+        let agents = board["agents"].as_array().unwrap();
+        agents.len() == 3 && agents.iter().all(|a| a["debates"] == 2)
+    };
+    let board = api.until("/api/leaderboard", both_counted).await;
     let agents = board["agents"].as_array().unwrap();
     let mut names: Vec<&str> = agents.iter().map(|a| a["name"].as_str().unwrap()).collect();
     names.sort_unstable();
@@ -948,10 +857,8 @@ async fn leaderboard_ranks_demo_agents_after_two_debates() {
         .map(|a| a["elo"].as_f64().expect("elo"))
         .collect();
     assert!(elos.windows(2).all(|w| w[0] >= w[1]), "best first: {board}");
-    assert!(
-        (elos.iter().sum::<f64>() - 1500.0 * 3.0).abs() < 0.2,
-        "zero-sum: {board}"
-    );
+    let drift = (elos.iter().sum::<f64>() - 1500.0 * 3.0).abs();
+    assert!(drift < 0.2, "ratings sum to 1500 each: {board}");
     let (mut wins, mut losses) = (0, 0);
     for (rank, agent) in agents.iter().enumerate() {
         assert_eq!(agent["rank"], rank + 1);
@@ -959,7 +866,7 @@ async fn leaderboard_ranks_demo_agents_after_two_debates() {
         assert_eq!(
             games.iter().sum::<u64>(),
             4,
-            "two opponents in two debates: {agent}"
+            "2 opponents in 2 debates: {agent}"
         );
         (wins, losses) = (wins + games[0], losses + games[1]);
     }
@@ -977,7 +884,7 @@ async fn leaderboard_ranks_demo_agents_after_two_debates() {
         (&json!(agents[..1]), &json!(3))
     );
     for bad in ["limit=0", "limit=101", "limit=many"] {
-        let (status, body) = api.get(&format!("/api/leaderboard/rankings?{bad}")).await;
+        let (status, body) = api.get(format!("/api/leaderboard/rankings?{bad}")).await;
         assert_error(status, &body, 400, "BAD_REQUEST");
     }
     app.stop.cancel();
@@ -985,32 +892,22 @@ async fn leaderboard_ranks_demo_agents_after_two_debates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn agent_health_and_circuit_breakers() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, api) = Api::spawn(&[]).await;
     let (status, health) = api.get("/api/agents/health").await;
+    let want = json!({"status": "healthy", "demo_available": true, "open": []});
     assert_eq!(
-        (status, &health["status"]),
-        (200, &json!("healthy")),
-        "{health}"
-    );
-    assert_eq!(
-        (&health["demo_available"], &health["open"]),
-        (&json!(true), &json!([]))
+        (status, pick(&health, "status demo_available open")),
+        (200, want)
     );
     assert!(health["circuit_breakers"].is_array(), "{health}");
     let providers = health["providers"].as_array().unwrap();
     let provider = |name: &str| providers.iter().find(|p| p["provider"] == name).unwrap();
     assert_eq!(provider("demo")["configured"], true);
-    let anthropic = provider("anthropic");
-    assert_eq!(
-        (&anthropic["configured"], &anthropic["variable"]),
-        (&json!(false), &json!("ANTHROPIC_API_KEY"))
-    );
+    let want = json!({"configured": false, "variable": "ANTHROPIC_API_KEY"});
+    assert_eq!(pick(provider("anthropic"), "configured variable"), want);
     api.finished(&api.demo("Health check").await).await;
-    for path in [
-        "/api/agents/circuit-breakers",
-        "/api/circuit-breakers",
-        "/api/system/circuit-breakers",
-    ] {
+    let paths = "/api/agents/circuit-breakers /api/circuit-breakers /api/system/circuit-breakers";
+    for path in paths.split(' ') {
         let (status, body) = api.get(path).await;
         let breakers = body["circuit_breakers"]
             .as_array()
@@ -1028,7 +925,7 @@ async fn agent_health_and_circuit_breakers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn auto_select_without_keys_picks_demo_agents() {
-    let (app, api) = Api::spawn(Kind::Sqlite, &[]).await;
+    let (app, api) = Api::spawn(&[]).await;
     let body = json!({"topic": "Pick for me", "rounds": 1, "auto_select": true});
     let current = api.create("/api/debates", body).await;
     let v2 = api

@@ -481,7 +481,7 @@ async fn health_comes_in_both_forms_and_in_detail() {
     let c = crate::support::client();
     let health = spawned.get_json(&c, "/api/health").await;
     assert_eq!(health["components"]["database"], "healthy");
-    assert_eq!(health["components"]["agents"], "not_configured");
+    assert_eq!(health["components"]["agents"], "healthy");
     assert_eq!(health["checks"]["database"]["status"], "healthy");
     assert_eq!(health["checks"]["redis"]["status"], "not_configured");
     for path in ["/api/health/detailed", "/api/metrics/health"] {

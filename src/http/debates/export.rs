@@ -24,8 +24,10 @@ const PAGE: u32 = 500;
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ExportQuery {
+    #[param(inline)]
     pub format: Option<ExportFormat>,
     /// Only debates with this status.
+    #[param(inline)]
     pub status: Option<StatusName>,
     /// At most this many debates (default and maximum 10000).
     #[param(minimum = 1, maximum = 10000)]

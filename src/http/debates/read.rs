@@ -30,6 +30,7 @@ pub const MAX_BATCH: usize = 100;
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    #[param(inline)]
     pub status: Option<StatusName>,
     /// Page size, default 20, at most 100.
     #[param(minimum = 1, maximum = 100)]

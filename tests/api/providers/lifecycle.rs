@@ -24,18 +24,15 @@ on_both_backends! {
     sigterm_lets_the_running_debate_finish => sigterm_lets_the_running_debate_finish;
 }
 
-/// Bug: with `SERVICE_MAX_CONCURRENT_DEBATES=1` the runner's dispatch loop
-/// holds the only slot while it waits for queued work, so `admit` never
-/// finds it free and a debate created on an idle service answers `pending`.
+/// With `SERVICE_MAX_CONCURRENT_DEBATES=1` an idle service starts a new
+/// debate inside the create request (the dispatcher holds no slot while idle).
 mod a_free_slot_under_the_limit_starts_a_debate_at_once {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    #[ignore = "bug: the idle dispatcher holds the only slot, so a debate on an idle service answers pending"]
     async fn sqlite() {
         super::a_free_slot_starts_a_debate(crate::support::Kind::Sqlite).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    #[ignore = "bug: the idle dispatcher holds the only slot, so a debate on an idle service answers pending"]
     async fn postgres() {
         super::a_free_slot_starts_a_debate(crate::support::Kind::Postgres).await;
     }
@@ -313,9 +310,7 @@ async fn debates_over_the_limit_wait_pending_in_creation_order(kind: Kind) {
         ids.push(created["id"].as_str().unwrap().to_owned());
         statuses.push(created["status"].as_str().unwrap().to_owned());
     }
-    // The first one's "running" is asserted (ignored, a bug) in
-    // `a_free_slot_under_the_limit_starts_a_debate_at_once`.
-    assert_eq!(statuses[1..], ["pending", "pending"]);
+    assert_eq!(statuses, ["running", "pending", "pending"]);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let (_, pending) = get(&c, &app.base, "/api/debates?status=pending").await;
