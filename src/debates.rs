@@ -6,17 +6,21 @@ use agon_aggregates::debate::{
     ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, Debate, DebateCommand,
     DebateError, MAX_AGENTS, MAX_ROUNDS, Protocol,
 };
+use agon_projections::Debates;
 use thiserror::Error;
 
 use crate::agents::{Agents, Provider};
 use crate::app::App;
 use crate::auth::Caller;
+use crate::projection::Documents;
 use crate::store::CommandError;
 
 /// Longest topic accepted, in characters.
 pub const MAX_TOPIC_CHARS: usize = 2_000;
 /// Longest context accepted, in characters.
 pub const MAX_CONTEXT_CHARS: usize = 20_000;
+/// How long a create waits for the read model to list the new debate.
+const READ_MODEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Most phases a protocol may name.
 pub const MAX_PHASES: usize = 8;
 
@@ -188,16 +192,26 @@ pub async fn create(
         request_id,
         ..CommandMeta::by(caller.map_or("cli", |c| c.user_id.as_str()))
     };
-    let created = app
-        .log
-        .execute::<Debate>(&id, command, meta)
-        .await
-        .map_err(|e| match e {
-            CommandError::Rejected(DebateError::Invalid(m)) => CreateError::Invalid(m),
-            other => CreateError::Store(other.to_string()),
-        })?;
+    app.runner.reserve(&id);
+    let created = match app.log.execute::<Debate>(&id, command, meta).await {
+        Ok(created) => created,
+        Err(e) => {
+            app.runner.release(&id);
+            return Err(match e {
+                CommandError::Rejected(DebateError::Invalid(m)) => CreateError::Invalid(m),
+                other => CreateError::Store(other.to_string()),
+            });
+        }
+    };
     metrics::counter!("service_debates_total").increment(1);
-    Ok(app.runner.admit(created.state).await)
+    let debate = app.runner.admit(created.state).await;
+    // Answer once the read model lists it, so that the creator (on any
+    // replica) can read it straight away.
+    Documents::new(app.log.clone())
+        .wait_for::<Debates>(&id, READ_MODEL_WAIT, |_| true)
+        .await
+        .map_err(|e| CreateError::Store(e.to_string()))?;
+    Ok(debate)
 }
 
 /// Whether `caller` may see `debate`: its creator, members of its

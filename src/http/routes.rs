@@ -29,7 +29,8 @@ pub struct RouteSpec {
     limit: Option<PathLimit>,
     action: Action,
     also_at: Vec<&'static str>,
-    aliases: Vec<&'static str>,
+    /// Deprecated paths and the successor each names (the route's own path when none).
+    aliases: Vec<(&'static str, Option<&'static str>)>,
     enveloped: bool,
 }
 
@@ -90,7 +91,13 @@ impl RouteSpec {
 
     /// A deprecated path whose successor is the unversioned path.
     pub fn deprecated_alias(mut self, path: &'static str) -> Self {
-        self.aliases.push(path);
+        self.aliases.push((path, None));
+        self
+    }
+
+    /// A deprecated path whose named successor is `successor` (§9 names some).
+    pub fn deprecated_alias_to(mut self, path: &'static str, successor: &'static str) -> Self {
+        self.aliases.push((path, Some(successor)));
         self
     }
 
@@ -323,11 +330,11 @@ fn mounts_for(canonical: &str, spec: &RouteSpec, methods: &[&'static str]) -> Ve
         MountKind::V1,
         Some(v2.clone()),
     ));
-    for alias in &spec.aliases {
+    for (alias, successor) in &spec.aliases {
         mounts.push(mount(
             (*alias).to_owned(),
             MountKind::Alias,
-            Some(canonical.to_owned()),
+            Some(successor.unwrap_or(canonical).to_owned()),
         ));
     }
     mounts.push(mount(v2, MountKind::V2, None));

@@ -133,21 +133,34 @@ impl Runner {
         tokio::spawn(async move { dispatch(inner, stop).await })
     }
 
-    /// Starts a new debate at once when a slot is free and nothing waits
-    /// before it, so that its creator sees it `running`; otherwise it waits
-    /// in the queue (the feed brings it). Returns the debate as it now stands.
+    /// Claims a debate about to be created, so that the feed leaves it to
+    /// [`Runner::admit`] (or [`Runner::release`] when the create fails).
+    pub fn reserve(&self, id: &str) {
+        locked(&self.inner.known).insert(id.to_owned());
+    }
+
+    /// Forgets a reservation whose debate was not created.
+    pub fn release(&self, id: &str) {
+        self.inner.forget(id);
+    }
+
+    /// Starts a reserved new debate at once when a slot is free and nothing
+    /// waits before it, so that its creator sees it `running`; otherwise
+    /// queues it. Returns the debate as it now stands.
     pub async fn admit(&self, debate: Debate) -> Debate {
         let inner = &self.inner;
+        let id = debate.id.clone();
+        let queue = |debate: Debate| {
+            locked(&inner.queue).push_back(id.clone());
+            inner.wake.notify_one();
+            debate
+        };
         if !inner.accepting.load(Ordering::SeqCst) || !locked(&inner.queue).is_empty() {
-            return debate;
+            return queue(debate);
         }
         let Ok(slot) = inner.slots.clone().try_acquire_owned() else {
-            return debate;
+            return queue(debate);
         };
-        let id = debate.id.clone();
-        if !locked(&inner.known).insert(id.clone()) {
-            return debate;
-        }
         if !claim(inner, &id).await {
             return debate;
         }
@@ -163,7 +176,7 @@ impl Runner {
             Err(e) => {
                 tracing::warn!(debate = %id, error = %e, "cannot start debate");
                 release(inner, &id).await;
-                inner.forget(&id);
+                retry_later(inner.clone(), id);
                 return debate;
             }
         };

@@ -21,7 +21,7 @@ pub fn routes() -> Routes {
             RouteSpec::new()
                 .action(Action::DebateCreate)
                 .deprecated_alias("/api/debate")
-                .deprecated_alias("/api/debate/new")
+                .deprecated_alias_to("/api/debate/new", "/api/debates/start")
                 .deprecated_alias("/api/debates/start"),
         )
         .add(
