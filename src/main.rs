@@ -48,39 +48,43 @@ enum Command {
     },
     /// Run one debate and print its consensus: on the local store, or on a
     /// running service with --server.
-    Debate {
-        /// The debate's topic.
-        topic: String,
-        /// Comma-separated agent names (demo-a,demo-b,claude,openai:gpt-4o, ...).
-        #[arg(long, value_delimiter = ',', default_value = "demo-a,demo-b,demo-c")]
-        agents: Vec<String>,
-        /// Rounds (1 to 12; default 3).
-        #[arg(long)]
-        rounds: Option<u32>,
-        /// Background the agents should consider.
-        #[arg(long)]
-        context: Option<String>,
-        /// majority, supermajority, unanimous, judge or weighted.
-        #[arg(long)]
-        consensus: Option<String>,
-        /// Agreeing share that counts as consensus (0 to 1).
-        #[arg(long)]
-        threshold: Option<f64>,
-        /// Print the consensus as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Base URL of a running service to run the debate on.
-        #[arg(long)]
-        server: Option<String>,
-        /// Bearer credential for --server (an access token or API key).
-        #[arg(long, env = "SERVICE_API_TOKEN", hide_env_values = true)]
-        token: Option<String>,
-    },
+    Debate(DebateArgs),
     /// Show key material.
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
     },
+}
+
+/// The flags of `agon debate`.
+#[derive(Debug, clap::Args)]
+struct DebateArgs {
+    /// The debate's topic.
+    topic: String,
+    /// Comma-separated agent names (demo-a,demo-b,claude,openai:gpt-4o, ...).
+    #[arg(long, value_delimiter = ',', default_value = "demo-a,demo-b,demo-c")]
+    agents: Vec<String>,
+    /// Rounds (1 to 12; default 3).
+    #[arg(long)]
+    rounds: Option<u32>,
+    /// Background the agents should consider.
+    #[arg(long)]
+    context: Option<String>,
+    /// majority, supermajority, unanimous, judge or weighted.
+    #[arg(long)]
+    consensus: Option<String>,
+    /// Agreeing share that counts as consensus (0 to 1).
+    #[arg(long)]
+    threshold: Option<f64>,
+    /// Print the consensus as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Base URL of a running service to run the debate on.
+    #[arg(long)]
+    server: Option<String>,
+    /// Bearer credential for --server (an access token or API key).
+    #[arg(long, env = "SERVICE_API_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,42 +114,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(command: Command, settings: Settings) -> ExitCode {
-    if let Command::Debate {
-        topic,
-        agents,
-        rounds,
-        context,
-        consensus,
-        threshold,
-        json,
-        server,
-        token,
-    } = command
+    if let Command::Debate(args) = &command
+        && let Some(server) = &args.server
     {
-        let request = cli::DebateRequest {
-            topic,
-            agents,
-            rounds,
-            context,
-            consensus,
-            threshold,
-            json,
-        };
-        let outcome = match server {
-            Some(server) => cli::run_remote(&server, token.as_deref(), request).await,
-            None => match App::build(settings).await {
-                Ok(app) => cli::run_local(app, request).await,
-                Err(e) => return fail(&e),
-            },
-        };
-        return match outcome {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(cli::CliError::Failed(reason)) => {
-                eprintln!("agon: {reason}");
-                ExitCode::FAILURE
-            }
-            Err(e) => fail(&e),
-        };
+        let outcome = cli::run_remote(server, args.token.as_deref(), debate_request(args)).await;
+        return debate_exit(outcome);
     }
     let app = match App::build(settings).await {
         Ok(app) => app,
@@ -173,13 +146,38 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
             Err(e) => fail(&e),
         },
         Command::Replay { projection } => replay(&app, projection).await,
-        Command::Debate { .. } => fail(&"the debate command is handled above"),
+        Command::Debate(args) => debate_exit(cli::run_local(app, debate_request(&args)).await),
         Command::Keys {
             command: KeysCommand::Public,
         } => {
             println!("{}", app.seal_key.public_hex());
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// What `agon debate` was asked (its flags other than where it runs).
+fn debate_request(args: &DebateArgs) -> cli::DebateRequest {
+    cli::DebateRequest {
+        topic: args.topic.clone(),
+        agents: args.agents.clone(),
+        rounds: args.rounds,
+        context: args.context.clone(),
+        consensus: args.consensus.clone(),
+        threshold: args.threshold,
+        json: args.json,
+    }
+}
+
+/// Exit 0 when the debate completed, 1 when it failed, 2 when it could not run.
+fn debate_exit(outcome: Result<(), cli::CliError>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(cli::CliError::Failed(reason)) => {
+            eprintln!("agon: {reason}");
+            ExitCode::FAILURE
+        }
+        Err(e) => fail(&e),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Demo debates per second over HTTP (3 demo agents, 2 rounds), from the
 //! create request to a consensus answer, at 1 and 16 concurrent clients,
 //! with p50/p99 latency and peak RSS, against a baseline measured in the
-//! same run: `GET /api/health` round trips per second at the same concurrency.
+//! same run: authenticated reads of one completed debate's consensus
+//! (`GET /api/debates/{id}/consensus`) per second at the same concurrency.
 //!
 //! `cargo bench --bench debates` measures the embedded store; with
 //! `AGON_BENCH_DATABASE_URL` and `AGON_BENCH_NATS_URL` (`ops/bench/run.sh`
@@ -119,23 +120,46 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// `GET /api/health` round trips per second at `clients` concurrency.
+/// Reads of a completed debate's consensus per second at `clients` concurrency.
 async fn baseline(base: &str, clients: usize) -> f64 {
     let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("{base}/api/debates"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"topic": "Baseline", "agents": ["demo-a", "demo-b", "demo-c"], "rounds": 2}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().expect("a debate id").to_owned();
+    let url = format!("{base}/api/debates/{id}/consensus");
+    while client
+        .get(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != 200
+    {
+        tokio::time::sleep(POLL).await;
+    }
     let deadline = Instant::now() + BASELINE_TIME;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let (client, base) = (client.clone(), base.to_owned());
+        let (client, url) = (client.clone(), url.clone());
         tasks.push(tokio::spawn(async move {
             let mut n = 0u64;
             while Instant::now() < deadline {
-                let r = client
-                    .get(format!("{base}/api/health"))
-                    .send()
-                    .await
-                    .unwrap();
-                assert!(r.status().is_success());
+                let r = client.get(&url).bearer_auth(TOKEN).send().await.unwrap();
+                assert!(
+                    r.status().is_success(),
+                    "baseline read answered {}",
+                    r.status()
+                );
                 n += 1;
             }
             n
@@ -196,16 +220,16 @@ async fn debates(base: &str, clients: usize, total: usize) -> Figures {
 async fn measure(name: &str, database_url: Option<String>, nats_url: Option<String>) {
     let service = start(database_url, nats_url).await;
     for (clients, total) in [(1, 200), (16, 1_000)] {
-        let health = baseline(&service.base, clients).await;
+        let reads = baseline(&service.base, clients).await;
         let figures = debates(&service.base, clients, total).await;
         println!(
-            "{name:<22} clients {clients:>2}: {:>7.1} debates/s  p50 {:>6.1} ms  p99 {:>6.1} ms  peak RSS {:>6.1} MiB  | baseline {:>8.0} health req/s  ratio {:.4}",
+            "{name:<22} clients {clients:>2}: {:>7.1} debates/s  p50 {:>6.1} ms  p99 {:>6.1} ms  peak RSS {:>6.1} MiB  | baseline {:>8.0} reads/s  ratio {:.4}",
             figures.per_second,
             figures.p50.as_secs_f64() * 1e3,
             figures.p99.as_secs_f64() * 1e3,
             figures.peak_mib,
-            health,
-            figures.per_second / health,
+            reads,
+            figures.per_second / reads,
         );
     }
     service.stop.cancel();
