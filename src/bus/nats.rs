@@ -15,7 +15,7 @@ use std::time::Duration;
 use agon_projections::{Cursor, EventRecord};
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, consumer, stream};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::{BusError, Consumer, after_checkpoint, pause, to_records};
@@ -228,20 +228,31 @@ impl NatsBus {
             .await
             .map_err(nats_error)?;
         let mut checkpoint = consumer.checkpoint().await?;
-        while !stop.is_cancelled() {
-            let mut messages = pull
-                .batch()
-                .max_messages(BATCH)
-                .expires(Duration::from_secs(1))
-                .messages()
-                .await
-                .map_err(nats_error)?;
-            let mut received = Vec::new();
-            let mut events = Vec::new();
-            while let Some(message) = messages.next().await {
-                let message = message.map_err(nats_error)?;
+        // A continuous pull: each message is handed on as soon as it arrives,
+        // together with whatever else has already arrived (up to a batch),
+        // so consumers lag by milliseconds rather than a fetch's expiry.
+        let mut messages = pull
+            .stream()
+            .max_messages_per_batch(BATCH)
+            .messages()
+            .await
+            .map_err(nats_error)?;
+        loop {
+            let first = tokio::select! {
+                () = stop.cancelled() => break,
+                first = messages.next() => first,
+            };
+            let Some(first) = first else { break };
+            let mut received = vec![first.map_err(nats_error)?];
+            while received.len() < BATCH {
+                match messages.next().now_or_never() {
+                    Some(Some(message)) => received.push(message.map_err(nats_error)?),
+                    _ => break,
+                }
+            }
+            let mut events = Vec::with_capacity(received.len());
+            for message in &received {
                 events.push(serde_json::from_slice::<EventRecord>(&message.payload)?);
-                received.push(message);
             }
             // JetStream order is the relay's feed order; anything at or before
             // the checkpoint is a redelivery of work already done.

@@ -314,6 +314,7 @@ async fn debates_over_the_limit_wait_pending_in_creation_order(kind: Kind) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let (_, pending) = get(&c, &app.base, "/api/debates?status=pending").await;
+        assert!(pending["debates"].is_array(), "{pending}");
         let listed: HashSet<&str> = list(&pending["debates"])
             .iter()
             .filter_map(|d| d["id"].as_str())
