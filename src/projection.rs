@@ -7,7 +7,8 @@
 //! makes them take turns and the guard makes the loser's batch a no-op.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use agon_projections::{
     Accounts, AdminStats, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
@@ -32,9 +33,46 @@ pub const ALL: [&str; 6] = [
     Leaderboard::NAME,
 ];
 
+/// How often a projection that sees only events it ignores saves its checkpoint.
+const IDLE_CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Batches with nothing for a projection skip the database; their
+/// checkpoint is saved at most once per [`IDLE_CHECKPOINT_EVERY`] (one that
+/// lags only means re-reading ignored events after a restart). This keeps
+/// the embedded store's single writer for work that changes something.
+#[derive(Debug, Default)]
+pub(crate) struct IdleCheckpoint {
+    last_saved: Mutex<Option<Instant>>,
+}
+
+impl IdleCheckpoint {
+    pub(crate) async fn pass(
+        &self,
+        log: &EventLog,
+        name: &str,
+        cursor: Cursor,
+    ) -> Result<(), StoreError> {
+        let due = {
+            let mut last = self.last_saved.lock().unwrap_or_else(PoisonError::into_inner);
+            match *last {
+                Some(at) if at.elapsed() < IDLE_CHECKPOINT_EVERY => false,
+                _ => {
+                    *last = Some(Instant::now());
+                    true
+                }
+            }
+        };
+        if due {
+            log.save_checkpoint(&checkpoint_name(name), cursor).await?;
+        }
+        Ok(())
+    }
+}
+
 /// A projection hooked to the store as a bus consumer.
 pub struct ProjectionRunner<P: Projection> {
     log: EventLog,
+    idle: IdleCheckpoint,
     _projection: PhantomData<P>,
 }
 
@@ -42,6 +80,7 @@ impl<P: Projection> ProjectionRunner<P> {
     pub fn new(log: EventLog) -> Self {
         Self {
             log,
+            idle: IdleCheckpoint::default(),
             _projection: PhantomData,
         }
     }
@@ -92,6 +131,9 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
         let Some(last) = batch.last() else {
             return Ok(());
         };
+        if !batch.iter().any(P::relevant) {
+            return self.idle.pass(&self.log, P::NAME, last.cursor).await;
+        }
         let lock_sql = match self.log.db().writer() {
             PoolRef::Postgres(_) => {
                 "SELECT view FROM projection_views WHERE projection = $1 FOR UPDATE"

@@ -79,8 +79,12 @@ impl Projection for Leaderboard {
     const NAME: &'static str = "leaderboard";
     type View = LeaderboardView;
 
+    fn relevant(event: &EventRecord) -> bool {
+        event.aggregate_type == DEBATE_AGGREGATE && event.event_type == "ConsensusComputed"
+    }
+
     fn apply(view: &mut LeaderboardView, event: &EventRecord) {
-        if event.aggregate_type != DEBATE_AGGREGATE || event.event_type != "ConsensusComputed" {
+        if !Self::relevant(event) {
             return;
         }
         if let Ok(DebateEvent::ConsensusComputed { result, .. }) =

@@ -30,6 +30,12 @@ pub trait Projection: Send + Sync + 'static {
 
     /// Folds one event into the view. Called at most once per stream and sequence.
     fn apply(view: &mut Self::View, event: &EventRecord);
+
+    /// Whether `event` can change the view; batches with none skip the
+    /// database (the view's own answer must stay `apply`'s).
+    fn relevant(_event: &EventRecord) -> bool {
+        true
+    }
 }
 
 /// A read model kept as one JSON document per key: an account, a session.

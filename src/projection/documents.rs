@@ -13,7 +13,7 @@ use std::time::Duration;
 use agon_projections::{Cursor, DocumentProjection, EventRecord};
 use async_trait::async_trait;
 
-use super::{GUARD_SQL, checkpoint_name};
+use super::{GUARD_SQL, IdleCheckpoint, checkpoint_name};
 use crate::bus::Consumer;
 use crate::store::db::with_pool;
 use crate::store::{EventLog, StoreError};
@@ -26,6 +26,7 @@ const UPSERT_SQL: &str = "INSERT INTO documents (projection, doc_key, owner, loo
 /// A document projection hooked to the store as a bus consumer.
 pub struct DocumentRunner<P: DocumentProjection> {
     log: EventLog,
+    idle: IdleCheckpoint,
     _projection: PhantomData<P>,
 }
 
@@ -33,6 +34,7 @@ impl<P: DocumentProjection> DocumentRunner<P> {
     pub fn new(log: EventLog) -> Self {
         Self {
             log,
+            idle: IdleCheckpoint::default(),
             _projection: PhantomData,
         }
     }
@@ -52,6 +54,9 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
         let Some(last) = batch.last() else {
             return Ok(());
         };
+        if !batch.iter().any(|event| P::key(event).is_some()) {
+            return self.idle.pass(&self.log, P::NAME, last.cursor).await;
+        }
         with_pool!(self.log.db().writer(), pool => {
             let mut tx = pool.begin().await?;
             // Documents touched by this batch, as they stand after it.
