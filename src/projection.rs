@@ -17,6 +17,7 @@ use agon_projections::{
 use async_trait::async_trait;
 
 mod documents;
+mod guards;
 pub use documents::{DocumentRunner, Documents, ListFilter};
 
 use crate::bus::Consumer;
@@ -105,13 +106,6 @@ pub async fn load_view<P: Projection>(log: &EventLog) -> Result<P::View, StoreEr
     })
 }
 
-/// Advances a projection's guard for one stream; affects one row exactly
-/// when the event is new to the projection (so re-delivery is a no-op).
-const GUARD_SQL: &str = "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
-     VALUES ($1, $2, $3, $4) ON CONFLICT (projection, aggregate_type, aggregate_id) \
-     DO UPDATE SET last_sequence = excluded.last_sequence \
-     WHERE projection_guards.last_sequence < excluded.last_sequence";
-
 /// The checkpoint a projection's runner keeps in the store.
 pub fn checkpoint_name(projection: &str) -> String {
     format!("projection.{projection}")
@@ -134,11 +128,12 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
         if !batch.iter().any(P::relevant) {
             return self.idle.pass(&self.log, P::NAME, last.cursor).await;
         }
-        let lock_sql = match self.log.db().writer() {
-            PoolRef::Postgres(_) => {
-                "SELECT view FROM projection_views WHERE projection = $1 FOR UPDATE"
-            }
-            PoolRef::Sqlite(_) => "SELECT view FROM projection_views WHERE projection = $1",
+        let (lock_sql, guard_lock) = match self.log.db().writer() {
+            PoolRef::Postgres(_) => (
+                "SELECT view FROM projection_views WHERE projection = $1 FOR UPDATE",
+                " FOR UPDATE",
+            ),
+            PoolRef::Sqlite(_) => ("SELECT view FROM projection_views WHERE projection = $1", ""),
         };
         with_pool!(self.log.db().writer(), pool => {
             let mut tx = pool.begin().await?;
@@ -150,16 +145,10 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
                 .await?;
             let text: String = sqlx::query_scalar(lock_sql).bind(P::NAME).fetch_one(&mut *tx).await?;
             let mut view: P::View = serde_json::from_str(&text)?;
-            for event in batch {
-                let fresh = sqlx::query(GUARD_SQL)
-                .bind(P::NAME)
-                .bind(&event.aggregate_type)
-                .bind(&event.aggregate_id)
-                .bind(event.sequence)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if fresh == 1 {
+            let events: Vec<&EventRecord> = batch.iter().collect();
+            let fresh = guards::fresh_events(&mut tx, P::NAME, &events, guard_lock).await?;
+            for (event, fresh) in batch.iter().zip(fresh) {
+                if fresh {
                     P::apply(&mut view, event);
                 }
             }

@@ -13,10 +13,14 @@ use std::time::Duration;
 use agon_projections::{Cursor, DocumentProjection, EventRecord};
 use async_trait::async_trait;
 
-use super::{GUARD_SQL, IdleCheckpoint, checkpoint_name};
+use super::guards::fresh_events;
+use super::{IdleCheckpoint, checkpoint_name};
 use crate::bus::Consumer;
-use crate::store::db::with_pool;
+use crate::store::db::{PoolRef, with_pool};
 use crate::store::{EventLog, StoreError};
+
+/// Documents loaded per statement.
+const LOAD_CHUNK: usize = 200;
 
 const UPSERT_SQL: &str = "INSERT INTO documents (projection, doc_key, owner, lookup, doc, state, sort_key) \
      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (projection, doc_key) \
@@ -57,37 +61,49 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
         if !batch.iter().any(|event| P::key(event).is_some()) {
             return self.idle.pass(&self.log, P::NAME, last.cursor).await;
         }
+        let relevant: Vec<(&EventRecord, String)> = batch
+            .iter()
+            .filter_map(|event| P::key(event).map(|key| (event, key)))
+            .collect();
+        let events: Vec<&EventRecord> = relevant.iter().map(|(event, _)| *event).collect();
+        let lock = match self.log.db().writer() {
+            PoolRef::Postgres(_) => " FOR UPDATE",
+            PoolRef::Sqlite(_) => "",
+        };
         with_pool!(self.log.db().writer(), pool => {
             let mut tx = pool.begin().await?;
+            let fresh = fresh_events(&mut tx, P::NAME, &events, lock).await?;
+            let mut keys: Vec<&str> = relevant
+                .iter()
+                .zip(&fresh)
+                .filter(|(_, fresh)| **fresh)
+                .map(|((_, key), _)| key.as_str())
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
             // Documents touched by this batch, as they stand after it.
             let mut touched: HashMap<String, Option<P::Doc>> = HashMap::new();
-            for event in batch {
-                let Some(key) = P::key(event) else { continue };
-                let fresh = sqlx::query(GUARD_SQL)
-                    .bind(P::NAME)
-                    .bind(&event.aggregate_type)
-                    .bind(&event.aggregate_id)
-                    .bind(event.sequence)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                if fresh != 1 {
-                    continue;
+            for chunk in keys.chunks(LOAD_CHUNK) {
+                let list = (0..chunk.len())
+                    .map(|i| format!("${}", i + 2))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let sql = format!(
+                    "SELECT doc_key, doc FROM documents WHERE projection = $1 AND doc_key IN ({list})"
+                );
+                let mut query = sqlx::query_as::<_, (String, String)>(&sql).bind(P::NAME);
+                for key in chunk {
+                    query = query.bind(*key);
                 }
-                let current = match touched.remove(&key) {
-                    Some(doc) => doc,
-                    None => {
-                        let text: Option<String> = sqlx::query_scalar(
-                            "SELECT doc FROM documents WHERE projection = $1 AND doc_key = $2",
-                        )
-                        .bind(P::NAME)
-                        .bind(&key)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                        text.map(|t| serde_json::from_str(&t)).transpose()?
-                    }
-                };
-                touched.insert(key, P::apply(current, event));
+                for (key, text) in query.fetch_all(&mut *tx).await? {
+                    touched.insert(key, Some(serde_json::from_str(&text)?));
+                }
+            }
+            for ((event, key), fresh) in relevant.iter().zip(&fresh) {
+                if *fresh {
+                    let current = touched.remove(key).flatten();
+                    touched.insert(key.clone(), P::apply(current, event));
+                }
             }
             for (key, doc) in &touched {
                 match doc {
