@@ -217,7 +217,16 @@ pub async fn create(
 /// Whether `caller` may see `debate`: its creator, members of its
 /// organization, and admins.
 pub fn visible(caller: &Caller, debate: &Debate) -> bool {
+    visible_to(
+        caller,
+        debate.created_by.as_deref(),
+        debate.org_id.as_deref(),
+    )
+}
+
+/// [`visible`] from a debate's creator and organization alone.
+pub fn visible_to(caller: &Caller, created_by: Option<&str>, org_id: Option<&str>) -> bool {
     caller.is_admin()
-        || debate.created_by.as_deref() == Some(caller.user_id.as_str())
-        || (caller.org_id.is_some() && debate.org_id == caller.org_id)
+        || created_by == Some(caller.user_id.as_str())
+        || (caller.org_id.is_some() && org_id == caller.org_id.as_deref())
 }

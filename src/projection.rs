@@ -21,7 +21,7 @@ mod guards;
 pub use documents::{DocumentRunner, Documents, ListFilter};
 
 use crate::bus::Consumer;
-use crate::store::db::{PoolRef, with_pool};
+use crate::store::db::{PoolRef, rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
 /// Names of every projection the service runs.
@@ -54,7 +54,10 @@ impl IdleCheckpoint {
         cursor: Cursor,
     ) -> Result<(), StoreError> {
         let due = {
-            let mut last = self.last_saved.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut last = self
+                .last_saved
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             match *last {
                 Some(at) if at.elapsed() < IDLE_CHECKPOINT_EVERY => false,
                 _ => {
@@ -133,10 +136,21 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
                 "SELECT view FROM projection_views WHERE projection = $1 FOR UPDATE",
                 " FOR UPDATE",
             ),
-            PoolRef::Sqlite(_) => ("SELECT view FROM projection_views WHERE projection = $1", ""),
+            PoolRef::Sqlite(_) => (
+                "SELECT view FROM projection_views WHERE projection = $1",
+                "",
+            ),
         };
+        let (before_begin, after_begin) = rebuildable_commit_sql(&self.log.db().writer());
         with_pool!(self.log.db().writer(), pool => {
-            let mut tx = pool.begin().await?;
+            let mut conn = pool.acquire().await?;
+            if let Some(sql) = before_begin {
+                sqlx::query(sql).execute(&mut *conn).await?;
+            }
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            if let Some(sql) = after_begin {
+                sqlx::query(sql).execute(&mut *tx).await?;
+            }
             // Make sure the row exists so that the lock below has something to hold.
             sqlx::query("INSERT INTO projection_views (projection, view) VALUES ($1, $2) ON CONFLICT (projection) DO NOTHING")
                 .bind(P::NAME)

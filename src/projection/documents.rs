@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use super::guards::fresh_events;
 use super::{IdleCheckpoint, checkpoint_name};
 use crate::bus::Consumer;
-use crate::store::db::{PoolRef, with_pool};
+use crate::store::db::{PoolRef, rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
 /// Documents loaded per statement.
@@ -70,8 +70,16 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
             PoolRef::Postgres(_) => " FOR UPDATE",
             PoolRef::Sqlite(_) => "",
         };
+        let (before_begin, after_begin) = rebuildable_commit_sql(&self.log.db().writer());
         with_pool!(self.log.db().writer(), pool => {
-            let mut tx = pool.begin().await?;
+            let mut conn = pool.acquire().await?;
+            if let Some(sql) = before_begin {
+                sqlx::query(sql).execute(&mut *conn).await?;
+            }
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            if let Some(sql) = after_begin {
+                sqlx::query(sql).execute(&mut *tx).await?;
+            }
             let fresh = fresh_events(&mut tx, P::NAME, &events, lock).await?;
             let mut keys: Vec<&str> = relevant
                 .iter()
@@ -175,11 +183,28 @@ impl Documents {
         self.one::<P>("lookup", lookup).await
     }
 
+    /// Part of document `key`: `T` names the fields it needs (the rest of
+    /// the document is skipped, not built), for hot reads of large documents.
+    pub async fn get_part<P: DocumentProjection, T: serde::de::DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<T>, StoreError> {
+        self.one_as::<P, T>("doc_key", key).await
+    }
+
     async fn one<P: DocumentProjection>(
         &self,
         column: &'static str,
         value: &str,
     ) -> Result<Option<P::Doc>, StoreError> {
+        self.one_as::<P, P::Doc>(column, value).await
+    }
+
+    async fn one_as<P: DocumentProjection, T: serde::de::DeserializeOwned>(
+        &self,
+        column: &'static str,
+        value: &str,
+    ) -> Result<Option<T>, StoreError> {
         let sql = format!("SELECT doc FROM documents WHERE projection = $1 AND {column} = $2");
         let text: Option<String> = with_pool!(self.log.db().reader(), pool => {
             sqlx::query_scalar(&sql).bind(P::NAME).bind(value).fetch_optional(pool).await?

@@ -24,7 +24,9 @@ fn stream(event: &EventRecord) -> Stream<'_> {
 fn placeholders(rows: usize, width: usize, row: impl Fn(&[String]) -> String) -> String {
     (0..rows)
         .map(|r| {
-            let params: Vec<String> = (0..width).map(|c| format!("${}", 2 + r * width + c)).collect();
+            let params: Vec<String> = (0..width)
+                .map(|c| format!("${}", 2 + r * width + c))
+                .collect();
             row(&params)
         })
         .collect::<Vec<_>>()
@@ -104,10 +106,17 @@ where
         .collect();
     let advanced: Vec<(Stream<'_>, i64)> = newest
         .into_iter()
-        .filter(|(key, _)| events.iter().zip(&fresh).any(|(e, f)| *f && stream(e) == *key))
+        .filter(|(key, _)| {
+            events
+                .iter()
+                .zip(&fresh)
+                .any(|(e, f)| *f && stream(e) == *key)
+        })
         .collect();
     for chunk in advanced.chunks(CHUNK) {
-        let rows = placeholders(chunk.len(), 3, |p| format!("($1, {}, {}, {})", p[0], p[1], p[2]));
+        let rows = placeholders(chunk.len(), 3, |p| {
+            format!("($1, {}, {}, {})", p[0], p[1], p[2])
+        });
         let sql = format!(
             "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
              VALUES {rows} ON CONFLICT (projection, aggregate_type, aggregate_id) \

@@ -61,6 +61,31 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// Run on the writer before appending to the log: the commit waits for the
+/// disk (SQLite `synchronous = FULL`; PostgreSQL commits that way already).
+pub(crate) fn durable_commit_sql(pool: &PoolRef<'_>) -> Option<&'static str> {
+    match pool {
+        PoolRef::Sqlite(_) => Some("PRAGMA synchronous = FULL"),
+        PoolRef::Postgres(_) => None,
+    }
+}
+
+/// How a read-model transaction says that its commit need not wait for
+/// the disk: a statement run on the connection just before `BEGIN` (SQLite
+/// refuses it inside a transaction) and one run just after it (PostgreSQL's
+/// is scoped to the transaction). A read model and its checkpoint commit
+/// together and are rebuilt from the log, so a power loss can only move
+/// them back, never past the log (on SQLite the next log commit syncs the
+/// earlier WAL frames too).
+pub(crate) fn rebuildable_commit_sql(
+    pool: &PoolRef<'_>,
+) -> (Option<&'static str>, Option<&'static str>) {
+    match pool {
+        PoolRef::Sqlite(_) => (Some("PRAGMA synchronous = NORMAL"), None),
+        PoolRef::Postgres(_) => (None, Some("SET LOCAL synchronous_commit = off")),
+    }
+}
+
 impl Db {
     /// Opens (creating if needed) the SQLite file `agon.db` in `data_dir`, in WAL mode.
     pub async fn open_sqlite(data_dir: &Path) -> Result<Db, StoreError> {

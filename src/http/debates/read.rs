@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
-use super::views::{ConsensusBody, DebateDetail, DebateSummary, MessageView};
+use super::views::{ConsensusBody, DebateDetail, DebateOutcome, DebateSummary, MessageView};
 use crate::app::App;
 use crate::auth::Caller;
-use crate::debates::visible;
+use crate::debates::{visible, visible_to};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::projection::{Documents, ListFilter};
@@ -223,8 +223,17 @@ pub async fn get_consensus(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    let debate = find(&app, &caller, &id).await?;
-    if let Some(body) = ConsensusBody::of(&debate) {
+    let debate = Documents::new(app.log.clone())
+        .get_part::<Debates, DebateOutcome>(&id)
+        .await?
+        .filter(|d| visible_to(&caller, d.created_by.as_deref(), d.org_id.as_deref()))
+        .ok_or_else(|| ApiError::NotFound {
+            resource_type: "debate",
+            resource_id: Some(id.clone()),
+        })?;
+    if let Some(body) =
+        ConsensusBody::completed(&debate.id, debate.status, debate.consensus.as_ref())
+    {
         return Ok(Json(body).into_response());
     }
     if debate.status == DebateStatus::Failed {

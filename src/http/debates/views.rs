@@ -5,7 +5,7 @@ use agon_aggregates::debate::{
     Ballot, ConsensusResult, Debate, DebateStatus, MajorityBaseline, Message, VotingSummary,
 };
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -220,15 +220,35 @@ pub struct ConsensusBody {
     pub failed_agents: Vec<String>,
 }
 
+/// What the consensus endpoint reads of a debate document (the messages
+/// are skipped, not built: clients poll this).
+#[derive(Debug, Deserialize)]
+pub struct DebateOutcome {
+    pub id: String,
+    pub status: DebateStatus,
+    pub consensus: Option<ConsensusResult>,
+    pub failure_reason: Option<String>,
+    pub created_by: Option<String>,
+    pub org_id: Option<String>,
+}
+
 impl ConsensusBody {
     /// The body of a completed debate; `None` before.
     pub fn of(debate: &Debate) -> Option<Self> {
-        let result = debate.consensus.as_ref()?;
-        if debate.status != DebateStatus::Completed {
+        Self::completed(&debate.id, debate.status, debate.consensus.as_ref())
+    }
+
+    pub fn completed(
+        id: &str,
+        status: DebateStatus,
+        result: Option<&ConsensusResult>,
+    ) -> Option<Self> {
+        let result = result?;
+        if status != DebateStatus::Completed {
             return None;
         }
         Some(Self {
-            debate_id: debate.id.clone(),
+            debate_id: id.to_owned(),
             status: status_name(result).to_owned(),
             consensus: ConsensusText {
                 summary: result.summary.clone(),
