@@ -141,14 +141,10 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
                 "",
             ),
         };
-        let (before_begin, after_begin) = rebuildable_commit_sql(&self.log.db().writer());
+        let relaxed = rebuildable_commit_sql(&self.log.db().writer());
         with_pool!(self.log.db().writer(), pool => {
-            let mut conn = pool.acquire().await?;
-            if let Some(sql) = before_begin {
-                sqlx::query(sql).execute(&mut *conn).await?;
-            }
-            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            if let Some(sql) = after_begin {
+            let mut tx = pool.begin().await?;
+            if let Some(sql) = relaxed {
                 sqlx::query(sql).execute(&mut *tx).await?;
             }
             // Make sure the row exists so that the lock below has something to hold.

@@ -21,9 +21,15 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
-/// How often a client asks whether its debate's consensus is there (a
-/// client with many debates in flight would not ask much more often).
-const POLL: Duration = Duration::from_millis(20);
+/// How often a client asks whether its debate's consensus is there
+/// (`AGON_BENCH_POLL_MS`, default 5).
+fn poll() -> Duration {
+    let ms = std::env::var("AGON_BENCH_POLL_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    Duration::from_millis(ms)
+}
 const BASELINE_TIME: Duration = Duration::from_secs(2);
 
 /// The variables that let one user create debates as fast as the service can run them.
@@ -101,7 +107,7 @@ async fn one_debate(client: &reqwest::Client, base: &str, n: usize) -> Duration 
             .unwrap();
         match response.status().as_u16() {
             200 => return started.elapsed(),
-            202 => tokio::time::sleep(POLL).await,
+            202 => tokio::time::sleep(poll()).await,
             other => panic!("debate {id}: consensus answered {other}"),
         }
     }
@@ -145,7 +151,7 @@ async fn baseline(base: &str, clients: usize) -> f64 {
         .status()
         != 200
     {
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(poll()).await;
     }
     let deadline = Instant::now() + BASELINE_TIME;
     let started = Instant::now();

@@ -61,28 +61,16 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
-/// Run on the writer before appending to the log: the commit waits for the
-/// disk (SQLite `synchronous = FULL`; PostgreSQL commits that way already).
-pub(crate) fn durable_commit_sql(pool: &PoolRef<'_>) -> Option<&'static str> {
+/// Run inside a read-model transaction on PostgreSQL: its commit need not
+/// wait for the WAL flush. A read model and its checkpoint commit together
+/// and are rebuilt from the log, so a crash of the database server can only
+/// move them back, never past the log. (SQLite refuses to change its
+/// safety level inside a transaction, and toggling it around one bought
+/// nothing measurable, so SQLite read models commit like the log.)
+pub(crate) fn rebuildable_commit_sql(pool: &PoolRef<'_>) -> Option<&'static str> {
     match pool {
-        PoolRef::Sqlite(_) => Some("PRAGMA synchronous = FULL"),
-        PoolRef::Postgres(_) => None,
-    }
-}
-
-/// How a read-model transaction says that its commit need not wait for
-/// the disk: a statement run on the connection just before `BEGIN` (SQLite
-/// refuses it inside a transaction) and one run just after it (PostgreSQL's
-/// is scoped to the transaction). A read model and its checkpoint commit
-/// together and are rebuilt from the log, so a power loss can only move
-/// them back, never past the log (on SQLite the next log commit syncs the
-/// earlier WAL frames too).
-pub(crate) fn rebuildable_commit_sql(
-    pool: &PoolRef<'_>,
-) -> (Option<&'static str>, Option<&'static str>) {
-    match pool {
-        PoolRef::Sqlite(_) => (Some("PRAGMA synchronous = NORMAL"), None),
-        PoolRef::Postgres(_) => (None, Some("SET LOCAL synchronous_commit = off")),
+        PoolRef::Sqlite(_) => None,
+        PoolRef::Postgres(_) => Some("SET LOCAL synchronous_commit = off"),
     }
 }
 

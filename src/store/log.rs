@@ -151,21 +151,16 @@ impl EventLog {
         snapshot: Option<&(Value, i64)>,
     ) -> Result<(), StoreError> {
         let statements: Vec<_> = rows.chunks(MAX_ROWS_PER_INSERT).collect();
-        let durable = super::db::durable_commit_sql(&self.db.writer());
         with_pool!(self.db.writer(), pool => {
             let mut builders: Vec<_> = statements
                 .iter()
                 .map(|chunk| insert_statement(aggregate_type, aggregate_id, chunk))
                 .collect();
-            let mut conn = pool.acquire().await?;
-            if let Some(sql) = durable {
-                sqlx::query(sql).execute(&mut *conn).await?;
-            }
             if let ([only], None) = (builders.as_mut_slice(), snapshot) {
-                only.build().execute(&mut *conn).await?;
+                only.build().execute(pool).await?;
                 return Ok(());
             }
-            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            let mut tx = pool.begin().await?;
             for builder in &mut builders {
                 builder.build().execute(&mut *tx).await?;
             }
