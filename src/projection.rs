@@ -131,15 +131,11 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
         if !batch.iter().any(P::relevant) {
             return self.idle.pass(&self.log, P::NAME, last.cursor).await;
         }
-        let (lock_sql, guard_lock) = match self.log.db().writer() {
-            PoolRef::Postgres(_) => (
-                "SELECT view FROM projection_views WHERE projection = $1 FOR UPDATE",
-                " FOR UPDATE",
-            ),
-            PoolRef::Sqlite(_) => (
-                "SELECT view FROM projection_views WHERE projection = $1",
-                "",
-            ),
+        let lock_sql = match self.log.db().writer() {
+            PoolRef::Postgres(_) => {
+                "SELECT view FROM projection_views WHERE projection = $1 FOR UPDATE"
+            }
+            PoolRef::Sqlite(_) => "SELECT view FROM projection_views WHERE projection = $1",
         };
         let relaxed = rebuildable_commit_sql(&self.log.db().writer());
         with_pool!(self.log.db().writer(), pool => {
@@ -156,7 +152,7 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
             let text: String = sqlx::query_scalar(lock_sql).bind(P::NAME).fetch_one(&mut *tx).await?;
             let mut view: P::View = serde_json::from_str(&text)?;
             let events: Vec<&EventRecord> = batch.iter().collect();
-            let fresh = guards::fresh_events(&mut tx, P::NAME, &events, guard_lock).await?;
+            let fresh = guards::fresh_events(&mut tx, P::NAME, &events).await?;
             for (event, fresh) in batch.iter().zip(fresh) {
                 if fresh {
                     P::apply(&mut view, event);
@@ -167,13 +163,7 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
                 .bind(serde_json::to_string(&view)?)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query(crate::store::CHECKPOINT_UPSERT)
-                .bind(checkpoint_name(P::NAME))
-                .bind(last.cursor.txid)
-                .bind(last.cursor.position)
-                .bind(crate::store::now())
-                .execute(&mut *tx)
-                .await?;
+            guards::save_checkpoint(&mut tx, P::NAME, last.cursor).await?;
             tx.commit().await?;
         });
         Ok(())

@@ -13,10 +13,9 @@ use std::time::Duration;
 use agon_projections::{Cursor, DocumentProjection, EventRecord};
 use async_trait::async_trait;
 
-use super::guards::fresh_events;
-use super::{IdleCheckpoint, checkpoint_name};
+use super::{IdleCheckpoint, checkpoint_name, guards};
 use crate::bus::Consumer;
-use crate::store::db::{PoolRef, rebuildable_commit_sql, with_pool};
+use crate::store::db::{rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
 /// Documents loaded per statement.
@@ -66,17 +65,13 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
             .filter_map(|event| P::key(event).map(|key| (event, key)))
             .collect();
         let events: Vec<&EventRecord> = relevant.iter().map(|(event, _)| *event).collect();
-        let lock = match self.log.db().writer() {
-            PoolRef::Postgres(_) => " FOR UPDATE",
-            PoolRef::Sqlite(_) => "",
-        };
         let relaxed = rebuildable_commit_sql(&self.log.db().writer());
         with_pool!(self.log.db().writer(), pool => {
             let mut tx = pool.begin().await?;
             if let Some(sql) = relaxed {
                 sqlx::query(sql).execute(&mut *tx).await?;
             }
-            let fresh = fresh_events(&mut tx, P::NAME, &events, lock).await?;
+            let fresh = guards::fresh_events(&mut tx, P::NAME, &events).await?;
             let mut keys: Vec<&str> = relevant
                 .iter()
                 .zip(&fresh)
@@ -132,13 +127,7 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
                     }
                 }
             }
-            sqlx::query(crate::store::CHECKPOINT_UPSERT)
-                .bind(checkpoint_name(P::NAME))
-                .bind(last.cursor.txid)
-                .bind(last.cursor.position)
-                .bind(crate::store::now())
-                .execute(&mut *tx)
-                .await?;
+            guards::save_checkpoint(&mut tx, P::NAME, last.cursor).await?;
             tx.commit().await?;
         });
         Ok(())

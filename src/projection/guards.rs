@@ -3,11 +3,11 @@
 //! read (and on PostgreSQL lock) them, advance them. The row lock makes two
 //! replicas handling one batch take turns; the second then finds the events
 //! applied and skips them, as a per-event guard would, without a round trip
-//! per event.
+//! per event. The checkpoint commits in the same transaction.
 
 use std::collections::HashMap;
 
-use agon_projections::EventRecord;
+use agon_projections::{Cursor, EventRecord};
 
 use crate::store::StoreError;
 
@@ -34,13 +34,12 @@ fn placeholders(rows: usize, width: usize, row: impl Fn(&[String]) -> String) ->
 }
 
 /// For each event of `events` (in feed order), whether projection `name`
-/// has yet to apply it; records the newest sequence per stream. `lock` is
-/// ` FOR UPDATE` on PostgreSQL and empty on SQLite (one writer).
+/// has yet to apply it; records the newest sequence per stream. The guard
+/// rows are locked on PostgreSQL; SQLite has one writer.
 pub(super) async fn fresh_events<DB>(
     tx: &mut sqlx::Transaction<'_, DB>,
     name: &str,
     events: &[&EventRecord],
-    lock: &str,
 ) -> Result<Vec<bool>, StoreError>
 where
     DB: sqlx::Database,
@@ -53,6 +52,11 @@ where
     usize: sqlx::ColumnIndex<DB::Row>,
     StoreError: From<sqlx::Error>,
 {
+    let lock = if DB::NAME == "PostgreSQL" {
+        " FOR UPDATE"
+    } else {
+        ""
+    };
     let mut newest: HashMap<Stream<'_>, i64> = HashMap::new();
     for event in events {
         let seen = newest.entry(stream(event)).or_insert(0);
@@ -130,6 +134,31 @@ where
         query.execute(&mut **tx).await?;
     }
     Ok(fresh)
+}
+
+/// Saves projection `name`'s checkpoint inside its batch's transaction, so
+/// the read model and the point it reached commit together.
+pub(super) async fn save_checkpoint<DB>(
+    tx: &mut sqlx::Transaction<'_, DB>,
+    name: &str,
+    cursor: Cursor,
+) -> Result<(), StoreError>
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'q> <DB as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    String: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    StoreError: From<sqlx::Error>,
+{
+    sqlx::query(crate::store::CHECKPOINT_UPSERT)
+        .bind(super::checkpoint_name(name))
+        .bind(cursor.txid)
+        .bind(cursor.position)
+        .bind(crate::store::now())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -111,11 +111,6 @@ impl Runner {
         self.inner.limit - self.inner.slots.available_permits()
     }
 
-    /// Debates waiting for a slot on this replica.
-    pub fn waiting(&self) -> usize {
-        locked(&self.inner.queue).len()
-    }
-
     /// The consumer that tells the runner of new and resumed debates.
     /// It starts at the feed's head: what came before, the start-up scan finds.
     pub async fn feed(&self) -> Result<Arc<dyn Consumer>, StoreError> {

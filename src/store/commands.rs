@@ -158,11 +158,6 @@ impl<A: Aggregate> Held<A> {
     pub fn state(&self) -> &A {
         &self.context.aggregate
     }
-
-    /// The sequence of the stream's last event (0 before the first).
-    pub fn sequence(&self) -> usize {
-        self.context.current_sequence
-    }
 }
 
 fn store_error<E: std::error::Error>(error: AggregateError<E>) -> CommandError<E> {

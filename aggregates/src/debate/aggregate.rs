@@ -216,11 +216,7 @@ impl Debate {
                 Ok(DebateEvent::VoteCast {
                     agent,
                     choice,
-                    confidence: if confidence.is_nan() {
-                        0.0
-                    } else {
-                        confidence.clamp(0.0, 1.0)
-                    },
+                    confidence: consensus::unit(confidence),
                     reasons,
                     modifications,
                     usage,

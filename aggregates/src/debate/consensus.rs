@@ -202,7 +202,7 @@ pub fn decide(tally: Tally<'_>) -> ConsensusResult {
 }
 
 /// Clamps to [0, 1]; NaN counts as 0.
-fn unit(x: f64) -> f64 {
+pub(crate) fn unit(x: f64) -> f64 {
     if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
 }
 

@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::ratelimit::{Action, PathLimit};
 use super::routes::{RouteSpec, Routes};
 
-pub use read::{DEFAULT_LIMIT, MAX_BATCH, MAX_LIMIT, page_limit};
+pub use read::page_limit;
 
 pub fn routes() -> Routes {
     Routes::new()
