@@ -193,10 +193,22 @@ pub async fn create(
         ..CommandMeta::by(caller.map_or("cli", |c| c.user_id.as_str()))
     };
     app.runner.reserve(&id);
-    let created = match app.log.execute::<Debate>(&id, command, meta).await {
+    let admission = app.runner.admission(&id).await;
+    let start = admission.as_ref().map(|_| DebateCommand::Start {
+        at: app.clock.now(),
+    });
+    let created = match app.log.load_held::<Debate>(&id).await {
+        Ok(mut held) => app
+            .log
+            .run_then(&mut held, command, |_| start.clone(), meta)
+            .await
+            .map(|_| held.state().clone()),
+        Err(e) => Err(e),
+    };
+    let created = match created {
         Ok(created) => created,
         Err(e) => {
-            app.runner.release(&id);
+            app.runner.abandon(&id, admission).await;
             return Err(match e {
                 CommandError::Rejected(DebateError::Invalid(m)) => CreateError::Invalid(m),
                 other => CreateError::Store(other.to_string()),
@@ -204,7 +216,7 @@ pub async fn create(
         }
     };
     metrics::counter!("service_debates_total").increment(1);
-    let debate = app.runner.admit(created.state).await;
+    let debate = app.runner.launch(admission, created).await;
     // Answer once the read model lists it, so that the creator (on any
     // replica) can read it straight away.
     Documents::new(app.log.clone())

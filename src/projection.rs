@@ -143,13 +143,20 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
             if let Some(sql) = relaxed {
                 sqlx::query(sql).execute(&mut *tx).await?;
             }
-            // Make sure the row exists so that the lock below has something to hold.
-            sqlx::query("INSERT INTO projection_views (projection, view) VALUES ($1, $2) ON CONFLICT (projection) DO NOTHING")
-                .bind(P::NAME)
-                .bind(serde_json::to_string(&P::View::default())?)
-                .execute(&mut *tx)
-                .await?;
-            let text: String = sqlx::query_scalar(lock_sql).bind(P::NAME).fetch_one(&mut *tx).await?;
+            let stored: Option<String> =
+                sqlx::query_scalar(lock_sql).bind(P::NAME).fetch_optional(&mut *tx).await?;
+            let text = match stored {
+                Some(text) => text,
+                None => {
+                    // The first batch creates the row, then locks it like every later one.
+                    sqlx::query("INSERT INTO projection_views (projection, view) VALUES ($1, $2) ON CONFLICT (projection) DO NOTHING")
+                        .bind(P::NAME)
+                        .bind(serde_json::to_string(&P::View::default())?)
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query_scalar(lock_sql).bind(P::NAME).fetch_one(&mut *tx).await?
+                }
+            };
             let mut view: P::View = serde_json::from_str(&text)?;
             let events: Vec<&EventRecord> = batch.iter().collect();
             let fresh = guards::fresh_events(&mut tx, P::NAME, &events).await?;
@@ -165,6 +172,7 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
                 .await?;
             guards::save_checkpoint(&mut tx, P::NAME, last.cursor).await?;
             tx.commit().await?;
+            self.log.read_models_moved();
         });
         Ok(())
     }

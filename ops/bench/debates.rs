@@ -22,12 +22,13 @@ use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
 /// How often a client asks whether its debate's consensus is there
-/// (`AGON_BENCH_POLL_MS`, default 5).
+/// (`AGON_BENCH_POLL_MS`, default 25: a debate takes a few hundred
+/// milliseconds under load, and much faster polling measures the polls).
 fn poll() -> Duration {
     let ms = std::env::var("AGON_BENCH_POLL_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(25);
     Duration::from_millis(ms)
 }
 const BASELINE_TIME: Duration = Duration::from_secs(2);
@@ -80,8 +81,9 @@ async fn start(database_url: Option<String>, nats_url: Option<String>) -> Servic
     }
 }
 
-/// Creates one demo debate and waits for its consensus; returns the time taken.
-async fn one_debate(client: &reqwest::Client, base: &str, n: usize) -> Duration {
+/// Creates one demo debate and waits for its consensus; returns the time
+/// the create request took and the time to the consensus.
+async fn one_debate(client: &reqwest::Client, base: &str, n: usize) -> (Duration, Duration) {
     let started = Instant::now();
     let created: Value = client
         .post(format!("{base}/api/debates"))
@@ -98,6 +100,7 @@ async fn one_debate(client: &reqwest::Client, base: &str, n: usize) -> Duration 
         .await
         .unwrap();
     let id = created["id"].as_str().expect("a debate id").to_owned();
+    let create = started.elapsed();
     loop {
         let response = client
             .get(format!("{base}/api/debates/{id}/consensus"))
@@ -106,7 +109,7 @@ async fn one_debate(client: &reqwest::Client, base: &str, n: usize) -> Duration 
             .await
             .unwrap();
         match response.status().as_u16() {
-            200 => return started.elapsed(),
+            200 => return (create, started.elapsed()),
             202 => tokio::time::sleep(poll()).await,
             other => panic!("debate {id}: consensus answered {other}"),
         }
@@ -183,6 +186,8 @@ struct Figures {
     per_second: f64,
     p50: Duration,
     p99: Duration,
+    /// The create request alone.
+    create_p50: Duration,
     peak_mib: f64,
 }
 
@@ -214,12 +219,15 @@ async fn debates(base: &str, clients: usize, total: usize) -> Figures {
         times.extend(task.await.unwrap());
     }
     let elapsed = started.elapsed();
-    times.sort();
-    let at = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+    let (mut creates, mut totals): (Vec<_>, Vec<_>) = times.into_iter().unzip();
+    creates.sort();
+    totals.sort();
+    let at = |times: &[Duration], q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
     Figures {
         per_second: total as f64 / elapsed.as_secs_f64(),
-        p50: at(0.50),
-        p99: at(0.99),
+        p50: at(&totals, 0.50),
+        p99: at(&totals, 0.99),
+        create_p50: at(&creates, 0.50),
         peak_mib: peak_rss_mib(),
     }
 }
@@ -230,10 +238,12 @@ async fn measure(name: &str, database_url: Option<String>, nats_url: Option<Stri
         let reads = baseline(&service.base, clients).await;
         let figures = debates(&service.base, clients, total).await;
         println!(
-            "{name:<22} clients {clients:>2}: {:>7.1} debates/s  p50 {:>6.1} ms  p99 {:>6.1} ms  peak RSS {:>6.1} MiB  | baseline {:>8.0} reads/s  ratio {:.4}",
+            "{name:<22} clients {clients:>2} (poll {:>2} ms): {:>7.1} debates/s  p50 {:>6.1} ms  p99 {:>6.1} ms  (create p50 {:>5.1} ms)  peak RSS {:>6.1} MiB  | baseline {:>8.0} reads/s  ratio {:.4}",
+            poll().as_millis(),
             figures.per_second,
             figures.p50.as_secs_f64() * 1e3,
             figures.p99.as_secs_f64() * 1e3,
+            figures.create_p50.as_secs_f64() * 1e3,
             figures.peak_mib,
             reads,
             figures.per_second / reads,

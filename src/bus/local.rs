@@ -6,6 +6,7 @@
 //! old checkpoint) it catches up from the store, so nothing depends on the
 //! broadcast keeping up.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +20,8 @@ use crate::store::{Backend, EventLog};
 const PAGE: i64 = 1_000;
 const BROADCAST_CAPACITY: usize = 1_024;
 const RETRY_DELAY: Duration = Duration::from_millis(500);
+/// At most this many events go to a consumer in one call when batches queue up.
+const COALESCE_LIMIT: usize = 2_000;
 
 /// A run of consecutive feed events: the first follows `from`.
 #[derive(Debug, Clone)]
@@ -124,16 +127,112 @@ impl LocalBus {
             };
             match batch {
                 Ok(batch) if batch.from <= checkpoint => {
-                    let fresh = after_checkpoint(&batch.events, checkpoint);
+                    let mut fresh = Cow::Borrowed(after_checkpoint(&batch.events, checkpoint));
+                    // Batches that queued up while the consumer was busy go
+                    // in with this one: one transaction for all of them.
+                    let gap =
+                        !receiver.is_empty() && coalesce_queued(&mut receiver, fresh.to_mut());
                     if let Some(last) = fresh.last() {
                         let next = last.cursor;
-                        consumer.handle(fresh).await?;
+                        consumer.handle(&fresh).await?;
                         checkpoint = next;
+                    }
+                    if gap {
+                        return Ok(());
                     }
                 }
                 // A gap, a lagged receiver or a closed channel: catch up from the store.
                 Ok(_) | Err(_) => return Ok(()),
             }
         }
+    }
+}
+
+/// Appends to `events` every batch already waiting in `receiver` that
+/// continues them, up to [`COALESCE_LIMIT`] events; true when the queue
+/// showed a gap or a lag, so the caller must catch up from the store.
+fn coalesce_queued(
+    receiver: &mut broadcast::Receiver<FeedBatch>,
+    events: &mut Vec<EventRecord>,
+) -> bool {
+    while events.len() < COALESCE_LIMIT {
+        let tail = match events.last() {
+            Some(last) => last.cursor,
+            None => return false,
+        };
+        match receiver.try_recv() {
+            Ok(batch) if batch.from <= tail => {
+                events.extend_from_slice(after_checkpoint(&batch.events, tail));
+            }
+            Err(broadcast::error::TryRecvError::Empty) => return false,
+            Ok(_) | Err(_) => return true,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn record(position: i64) -> EventRecord {
+        EventRecord {
+            cursor: Cursor { txid: 0, position },
+            event_id: format!("e{position}"),
+            aggregate_type: "tally".to_owned(),
+            aggregate_id: "t".to_owned(),
+            sequence: position,
+            event_type: "Added".to_owned(),
+            event_version: "1".to_owned(),
+            payload: Value::Null,
+            metadata: Value::Null,
+            hash: String::new(),
+        }
+    }
+
+    fn batch(from: i64, to: i64) -> FeedBatch {
+        FeedBatch {
+            from: Cursor {
+                txid: 0,
+                position: from,
+            },
+            events: Arc::new((from + 1..=to).map(record).collect()),
+        }
+    }
+
+    fn positions(events: &[EventRecord]) -> Vec<i64> {
+        events.iter().map(|e| e.cursor.position).collect()
+    }
+
+    #[test]
+    fn queued_batches_that_continue_are_joined_and_overlaps_are_skipped() {
+        let (sender, mut receiver) = broadcast::channel(16);
+        sender.send(batch(2, 4)).unwrap();
+        // Overlaps what the consumer already holds: only 5 is new.
+        sender.send(batch(3, 5)).unwrap();
+        let mut events = vec![record(1), record(2)];
+        assert!(!coalesce_queued(&mut receiver, &mut events));
+        assert_eq!(positions(&events), vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_gap_in_the_queue_sends_the_consumer_back_to_the_store() {
+        let (sender, mut receiver) = broadcast::channel(16);
+        sender.send(batch(1, 2)).unwrap();
+        sender.send(batch(7, 8)).unwrap();
+        let mut events = vec![record(1)];
+        assert!(coalesce_queued(&mut receiver, &mut events));
+        assert_eq!(positions(&events), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_lagged_receiver_sends_the_consumer_back_to_the_store() {
+        let (sender, mut receiver) = broadcast::channel(2);
+        for n in 0..4 {
+            sender.send(batch(n, n + 1)).unwrap();
+        }
+        let mut events = vec![record(0)];
+        assert!(coalesce_queued(&mut receiver, &mut events));
     }
 }

@@ -80,7 +80,7 @@ impl Bus {
     /// Runs the relay in a task of its own until `stop`.
     pub fn spawn_relay(&self, log: &EventLog, stop: &CancellationToken) -> JoinHandle<()> {
         let (bus, log, stop) = (self.clone(), log.clone(), stop.clone());
-        tokio::spawn(async move { bus.run_relay(log, stop).await })
+        crate::store::worker::spawn(async move { bus.run_relay(log, stop).await })
     }
 
     /// Runs `consumer` in a task of its own until `stop`.
@@ -91,7 +91,7 @@ impl Bus {
         stop: &CancellationToken,
     ) -> JoinHandle<()> {
         let (bus, log, stop) = (self.clone(), log.clone(), stop.clone());
-        tokio::spawn(async move { bus.run_consumer(log, consumer, stop).await })
+        crate::store::worker::spawn(async move { bus.run_consumer(log, consumer, stop).await })
     }
 
     pub fn name(&self) -> &'static str {

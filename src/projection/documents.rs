@@ -18,13 +18,26 @@ use crate::bus::Consumer;
 use crate::store::db::{rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
+/// How often a waiting request looks again without being woken.
+const WAIT_RECHECK: Duration = Duration::from_millis(50);
+
 /// Documents loaded per statement.
 const LOAD_CHUNK: usize = 200;
 
-const UPSERT_SQL: &str = "INSERT INTO documents (projection, doc_key, owner, lookup, doc, state, sort_key) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (projection, doc_key) \
+/// What follows the rows of the documents' multi-row upsert.
+const UPSERT_CONFLICT: &str = " ON CONFLICT (projection, doc_key) \
      DO UPDATE SET owner = excluded.owner, lookup = excluded.lookup, doc = excluded.doc, \
      state = excluded.state, sort_key = excluded.sort_key";
+
+/// One document as the batch leaves it, ready for the upsert.
+struct Written<'a> {
+    key: &'a String,
+    owner: Option<String>,
+    lookup: Option<String>,
+    doc: String,
+    state: Option<String>,
+    sort_key: Option<String>,
+}
 
 /// A document projection hooked to the store as a bus consumer.
 pub struct DocumentRunner<P: DocumentProjection> {
@@ -104,20 +117,17 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
                     touched.insert(key.clone(), P::apply(current, event));
                 }
             }
+            let mut written = Vec::with_capacity(touched.len());
             for (key, doc) in &touched {
                 match doc {
-                    Some(doc) => {
-                        sqlx::query(UPSERT_SQL)
-                            .bind(P::NAME)
-                            .bind(key)
-                            .bind(P::owner(doc))
-                            .bind(P::lookup(doc))
-                            .bind(serde_json::to_string(doc)?)
-                            .bind(P::state(doc))
-                            .bind(P::sort_key(doc))
-                            .execute(&mut *tx)
-                            .await?;
-                    }
+                    Some(doc) => written.push(Written {
+                        key,
+                        owner: P::owner(doc),
+                        lookup: P::lookup(doc),
+                        doc: serde_json::to_string(doc)?,
+                        state: P::state(doc),
+                        sort_key: P::sort_key(doc),
+                    }),
                     None => {
                         sqlx::query("DELETE FROM documents WHERE projection = $1 AND doc_key = $2")
                             .bind(P::NAME)
@@ -127,8 +137,25 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
                     }
                 }
             }
+            for chunk in written.chunks(LOAD_CHUNK) {
+                let mut upsert = sqlx::QueryBuilder::new(
+                    "INSERT INTO documents (projection, doc_key, owner, lookup, doc, state, sort_key) ",
+                );
+                upsert.push_values(chunk, |mut row, w| {
+                    row.push_bind(P::NAME)
+                        .push_bind(w.key.as_str())
+                        .push_bind(w.owner.as_deref())
+                        .push_bind(w.lookup.as_deref())
+                        .push_bind(w.doc.as_str())
+                        .push_bind(w.state.as_deref())
+                        .push_bind(w.sort_key.as_deref());
+                });
+                upsert.push(UPSERT_CONFLICT);
+                upsert.build().execute(&mut *tx).await?;
+            }
             guards::save_checkpoint(&mut tx, P::NAME, last.cursor).await?;
             tx.commit().await?;
+            self.log.read_models_moved();
         });
         Ok(())
     }
@@ -280,7 +307,7 @@ impl Documents {
         done: impl Fn(&P::Doc) -> bool,
     ) -> Result<bool, StoreError> {
         let deadline = tokio::time::Instant::now() + limit;
-        let mut delay = Duration::from_millis(2);
+        let mut moved = self.log.subscribe_read_models();
         loop {
             if self.get::<P>(key).await?.is_some_and(|doc| done(&doc)) {
                 return Ok(true);
@@ -293,8 +320,12 @@ impl Documents {
                 );
                 return Ok(false);
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_millis(50));
+            // Woken by this process's projections, which see every event
+            // (on PostgreSQL too); the timer is only a safety net.
+            tokio::select! {
+                _ = moved.changed() => {}
+                () = tokio::time::sleep(WAIT_RECHECK) => {}
+            }
         }
     }
 }

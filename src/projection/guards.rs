@@ -1,6 +1,6 @@
 //! Which events of a batch are new to a projection, decided per stream in
-//! three statements whatever the batch size: create missing guard rows,
-//! read (and on PostgreSQL lock) them, advance them. The row lock makes two
+//! three statements whatever the batch size (two on SQLite): create missing
+//! guard rows (PostgreSQL only), read (and on PostgreSQL lock) them, advance them. The row lock makes two
 //! replicas handling one batch take turns; the second then finds the events
 //! applied and skips them, as a per-event guard would, without a round trip
 //! per event. The checkpoint commits in the same transaction.
@@ -52,11 +52,11 @@ where
     usize: sqlx::ColumnIndex<DB::Row>,
     StoreError: From<sqlx::Error>,
 {
-    let lock = if DB::NAME == "PostgreSQL" {
-        " FOR UPDATE"
-    } else {
-        ""
-    };
+    // PostgreSQL locks the guard rows, so they must exist before the read;
+    // SQLite has one writer and needs neither the rows nor the lock (a
+    // stream without a row has applied nothing yet).
+    let postgres = DB::NAME == "PostgreSQL";
+    let lock = if postgres { " FOR UPDATE" } else { "" };
     let mut newest: HashMap<Stream<'_>, i64> = HashMap::new();
     for event in events {
         let seen = newest.entry(stream(event)).or_insert(0);
@@ -65,16 +65,18 @@ where
     let streams: Vec<Stream<'_>> = newest.keys().copied().collect();
     let mut applied: HashMap<Stream<'_>, i64> = HashMap::new();
     for chunk in streams.chunks(CHUNK) {
-        let rows = placeholders(chunk.len(), 2, |p| format!("($1, {}, {}, 0)", p[0], p[1]));
-        let sql = format!(
-            "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
-             VALUES {rows} ON CONFLICT (projection, aggregate_type, aggregate_id) DO NOTHING"
-        );
-        let mut query = sqlx::query(&sql).bind(name);
-        for (kind, id) in chunk {
-            query = query.bind(*kind).bind(*id);
+        if postgres {
+            let rows = placeholders(chunk.len(), 2, |p| format!("($1, {}, {}, 0)", p[0], p[1]));
+            let sql = format!(
+                "INSERT INTO projection_guards (projection, aggregate_type, aggregate_id, last_sequence) \
+                 VALUES {rows} ON CONFLICT (projection, aggregate_type, aggregate_id) DO NOTHING"
+            );
+            let mut query = sqlx::query(&sql).bind(name);
+            for (kind, id) in chunk {
+                query = query.bind(*kind).bind(*id);
+            }
+            query.execute(&mut **tx).await?;
         }
-        query.execute(&mut **tx).await?;
         let matches = placeholders(chunk.len(), 2, |p| {
             format!("(aggregate_type = {} AND aggregate_id = {})", p[0], p[1])
         })

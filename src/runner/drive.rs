@@ -69,18 +69,24 @@ pub(super) async fn drive(inner: Arc<Inner>, id: String) -> Result<(), DriveErro
             }
             Next::Work { stage, agents } => run_stage(&inner, &mut held, &stage, &agents).await?,
             Next::Conclude => {
-                let ratings = load_view::<Leaderboard>(log)
-                    .await?
-                    .ratings(&held.state().agents);
-                let command = DebateCommand::Conclude {
-                    weights: ratings,
-                    at,
-                };
+                let command = conclusion(&inner, held.state()).await?;
                 count_endings(&log.run(&mut held, command, meta(&id)).await?);
             }
             Next::Paused | Next::Finished => return Ok(()),
         }
     }
+}
+
+/// The command that computes the consensus, weighted by the agents'
+/// current ratings.
+async fn conclusion(inner: &Inner, debate: &Debate) -> Result<DebateCommand, DriveError> {
+    let weights = load_view::<Leaderboard>(&inner.log)
+        .await?
+        .ratings(&debate.agents);
+    Ok(DebateCommand::Conclude {
+        weights,
+        at: inner.clock.now(),
+    })
 }
 
 /// Counts debates that the runner's own command ended.
@@ -128,9 +134,24 @@ async fn run_stage(
             .map(|(turn, result)| turns::outcome(&debate, stage, &turn, result))
             .collect();
         let at = inner.clock.now();
+        // The last votes and the consensus they make go in one append.
+        let conclude = match (stage, calls.is_empty()) {
+            (Stage::Vote, true) => Some(conclusion(inner, &debate).await?),
+            _ => None,
+        };
+        let follow = |state: &Debate| {
+            conclude
+                .clone()
+                .filter(|_| matches!(state.next(), Next::Conclude))
+        };
         match inner
             .log
-            .run(held, DebateCommand::Record { outcomes, at }, meta(&id))
+            .run_then(
+                held,
+                DebateCommand::Record { outcomes, at },
+                follow,
+                meta(&id),
+            )
             .await
         {
             Ok(events) => count_endings(&events),

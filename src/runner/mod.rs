@@ -19,12 +19,11 @@ use std::time::Duration;
 use agon_projections::admin_stats::{DEBATE_AGGREGATE, DEBATE_TERMINAL_EVENTS};
 use agon_projections::{Cursor, EventRecord};
 use async_trait::async_trait;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use agon_aggregates::CommandMeta;
-use agon_aggregates::debate::{Debate, DebateCommand};
+use agon_aggregates::debate::{Debate, DebateStatus};
 
 use crate::agents::Agents;
 use crate::bus::Consumer;
@@ -37,6 +36,12 @@ use lease::Leases;
 const RETRY_DELAY: Duration = Duration::from_secs(2);
 /// Events that put a debate in the runner's queue.
 const WAKING_EVENTS: [&str; 2] = ["DebateCreated", "DebateResumed"];
+
+/// A running slot (and on PostgreSQL the lease) taken for a debate being created.
+#[derive(Debug)]
+pub struct Admission {
+    slot: OwnedSemaphorePermit,
+}
 
 /// Runs debates; cheap to clone.
 #[derive(Debug, Clone)]
@@ -129,58 +134,63 @@ impl Runner {
     }
 
     /// Claims a debate about to be created, so that the feed leaves it to
-    /// [`Runner::admit`] (or [`Runner::release`] when the create fails).
+    /// [`Runner::launch`] (or [`Runner::abandon`] when the create fails).
     pub fn reserve(&self, id: &str) {
         locked(&self.inner.known).insert(id.to_owned());
     }
 
-    /// Forgets a reservation whose debate was not created.
-    pub fn release(&self, id: &str) {
-        self.inner.forget(id);
+    /// A slot for reserved new debate `id` when one is free and nothing
+    /// waits before it (and, on PostgreSQL, its lease), so that the debate
+    /// is started in the append that creates it and its creator sees it
+    /// `running`. `None` leaves the debate to the queue.
+    pub async fn admission(&self, id: &str) -> Option<Admission> {
+        let inner = &self.inner;
+        if !inner.accepting.load(Ordering::SeqCst) || !locked(&inner.queue).is_empty() {
+            return None;
+        }
+        let slot = inner.slots.clone().try_acquire_owned().ok()?;
+        if let Some(leases) = &inner.leases {
+            if !matches!(leases.claim(id).await, Ok(true)) {
+                return None;
+            }
+            locked(&inner.leased).insert(id.to_owned());
+        }
+        Some(Admission { slot })
     }
 
-    /// Starts a reserved new debate at once when a slot is free and nothing
-    /// waits before it, so that its creator sees it `running`; otherwise
-    /// queues it. Returns the debate as it now stands.
-    pub async fn admit(&self, debate: Debate) -> Debate {
+    /// Hands a newly created debate on: drives it in the slot of its
+    /// `admission` when it was started on creation, queues it otherwise.
+    /// Returns the debate unchanged.
+    pub async fn launch(&self, admission: Option<Admission>, debate: Debate) -> Debate {
         let inner = &self.inner;
         let id = debate.id.clone();
-        let queue = |debate: Debate| {
-            locked(&inner.queue).push_back(id.clone());
-            inner.wake.notify_one();
-            debate
-        };
-        if !inner.accepting.load(Ordering::SeqCst) || !locked(&inner.queue).is_empty() {
-            return queue(debate);
-        }
-        let Ok(slot) = inner.slots.clone().try_acquire_owned() else {
-            return queue(debate);
-        };
-        if !claim(inner, &id).await {
-            return debate;
-        }
-        let command = DebateCommand::Start {
-            at: inner.clock.now(),
-        };
-        let started = match inner
-            .log
-            .execute::<Debate>(&id, command, CommandMeta::by("runner"))
-            .await
-        {
-            Ok(done) => done.state,
-            Err(e) => {
-                tracing::warn!(debate = %id, error = %e, "cannot start debate");
-                release(inner, &id).await;
-                retry_later(inner.clone(), id);
-                return debate;
+        match admission {
+            Some(Admission { slot }) if debate.status == DebateStatus::Running => {
+                let task_inner = inner.clone();
+                locked(&inner.drives).spawn(async move {
+                    let _slot = slot;
+                    drive_claimed(task_inner, id).await;
+                });
             }
-        };
-        let task_inner = inner.clone();
-        locked(&inner.drives).spawn(async move {
-            let _slot = slot;
-            drive_claimed(task_inner, id).await;
-        });
-        started
+            admission => {
+                if admission.is_some() {
+                    release(inner, &id).await;
+                    locked(&inner.leased).remove(&id);
+                }
+                locked(&inner.queue).push_back(id);
+                inner.wake.notify_one();
+            }
+        }
+        debate
+    }
+
+    /// Gives back the slot and lease of a debate whose creation failed, and
+    /// forgets its reservation.
+    pub async fn abandon(&self, id: &str, admission: Option<Admission>) {
+        if admission.is_some() {
+            release(&self.inner, id).await;
+        }
+        self.inner.forget(id);
     }
 
     /// Stops taking debates and waits up to `grace` for running ones to finish;

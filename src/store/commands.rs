@@ -64,6 +64,24 @@ impl EventLog {
         A: Aggregate<Services = ()> + Clone,
         A::Command: Clone,
     {
+        self.run_then(held, command, |_| None, meta).await
+    }
+
+    /// [`EventLog::run`], then the command `follow` asks for on the state
+    /// the first one leaves (if any), both committed in one append: one
+    /// write where a caller would otherwise make two in a row. A refused
+    /// follow-up is dropped; the first command's events still commit.
+    pub async fn run_then<A>(
+        &self,
+        held: &mut Held<A>,
+        command: A::Command,
+        follow: impl Fn(&A) -> Option<A::Command>,
+        meta: CommandMeta,
+    ) -> Result<Vec<A::Event>, CommandError<A::Error>>
+    where
+        A: Aggregate<Services = ()> + Clone,
+        A::Command: Clone,
+    {
         let store = PersistedEventStore::<_, A>::new_event_store(self.clone());
         let mut attempt = 0;
         loop {
@@ -72,7 +90,15 @@ impl EventLog {
             next.handle(command.clone(), &(), &sink)
                 .await
                 .map_err(CommandError::Rejected)?;
-            let events = sink.collect().await;
+            let mut events = sink.collect().await;
+            if let Some(then) = follow(&next) {
+                let mut further = next.clone();
+                let sink = EventSink::default();
+                if further.handle(then, &(), &sink).await.is_ok() {
+                    events.extend(sink.collect().await);
+                    next = further;
+                }
+            }
             if events.is_empty() {
                 return Ok(events);
             }

@@ -5,8 +5,9 @@
 //! so most statements are written once and expanded for each pool by
 //! [`with_pool!`]. Only the feed read and the migrations differ.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -39,6 +40,8 @@ pub enum Db {
     Sqlite {
         writer: SqlitePool,
         reader: SqlitePool,
+        /// The write-ahead log file, flushed by [`Db::sync_log`].
+        wal: Arc<PathBuf>,
     },
     Postgres(PgPool),
 }
@@ -76,6 +79,13 @@ pub(crate) fn rebuildable_commit_sql(pool: &PoolRef<'_>) -> Option<&'static str>
 
 impl Db {
     /// Opens (creating if needed) the SQLite file `agon.db` in `data_dir`, in WAL mode.
+    ///
+    /// Commits do not wait for the disk (`synchronous = NORMAL`): event
+    /// appends are made durable by [`Db::sync_log`], one flush per group
+    /// commit, after the writer is free again; read-model commits are not
+    /// flushed at all. They lie in the same write-ahead log after the events
+    /// they come from, so a power loss can only take a read model back
+    /// together with, or before, its events, never past them.
     pub async fn open_sqlite(data_dir: &Path) -> Result<Db, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
             path: data_dir.display().to_string(),
@@ -85,19 +95,28 @@ impl Db {
             .filename(data_dir.join("agon.db"))
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
+            .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
+        // A file connection cannot go stale the way a network one can, so
+        // the pool's ping before every acquire would only cost a round trip
+        // to the connection's thread.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .connect_with(options.clone())
             .await?;
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
+            .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
-        Ok(Db::Sqlite { writer, reader })
+        Ok(Db::Sqlite {
+            writer,
+            reader,
+            wal: Arc::new(data_dir.join("agon.db-wal")),
+        })
     }
 
     /// Connects to PostgreSQL at `url` and applies the migrations.
@@ -135,6 +154,25 @@ impl Db {
         }
     }
 
+    /// Makes every commit so far durable. On SQLite this flushes the
+    /// write-ahead log file (opened afresh each time: the file is replaced
+    /// when the last connection closes); PostgreSQL commits durably already.
+    pub async fn sync_log(&self) -> Result<(), StoreError> {
+        let Db::Sqlite { wal, .. } = self else {
+            return Ok(());
+        };
+        let wal = Arc::clone(wal);
+        let synced = tokio::task::spawn_blocking(move || {
+            std::fs::File::open(wal.as_path()).and_then(|file| file.sync_data())
+        })
+        .await;
+        match synced {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(StoreError::Flush(e.to_string())),
+            Err(e) => Err(StoreError::Flush(e.to_string())),
+        }
+    }
+
     /// Answers whether the database takes a trivial query.
     pub async fn ping(&self) -> bool {
         with_pool!(self.reader(), pool => sqlx::query("SELECT 1").execute(pool).await.is_ok())
@@ -142,7 +180,7 @@ impl Db {
 
     pub async fn close(&self) {
         match self {
-            Db::Sqlite { writer, reader } => {
+            Db::Sqlite { writer, reader, .. } => {
                 writer.close().await;
                 reader.close().await;
             }

@@ -1,7 +1,8 @@
 //! Appending to and loading streams of the event log.
 //!
 //! An append is atomic: every event of one command goes in together (one
-//! multi-row INSERT, or one transaction when a snapshot rides along),
+//! multi-row INSERT, or one transaction when a snapshot rides along; on
+//! SQLite appends waiting together share one commit, see `group`),
 //! each linked to its predecessor by the hash chain, and the unique key on
 //! `(aggregate_type, aggregate_id, sequence)` lets exactly one of two
 //! concurrent writers win.
@@ -17,7 +18,8 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::chain::{ChainedFields, GENESIS, Hash, canonical_text, hash_from_slice};
-use super::db::{Backend, Db, with_pool};
+use super::db::{Backend, Db, PoolRef, with_pool};
+use super::group::{Append, GroupCommit};
 use super::rows::{EVENT_COLUMNS, StoredEvent};
 
 /// How many stream heads the hash cache keeps before it starts afresh.
@@ -38,12 +40,17 @@ pub struct EventLog {
     heads: Arc<Mutex<HashMap<StreamKey, (i64, Hash)>>>,
     /// Counts local commits so the relay wakes at once instead of polling.
     commits: Arc<watch::Sender<u64>>,
+    /// SQLite appends waiting for the one writer share its next commit.
+    group: Arc<GroupCommit>,
+    /// Counts read-model commits of this process, for requests that wait
+    /// until their effect is readable.
+    read_models: Arc<watch::Sender<u64>>,
 }
 
 /// An event ready to be inserted.
-struct Row {
+pub(super) struct Row {
     event_id: String,
-    sequence: i64,
+    pub(super) sequence: i64,
     event_type: String,
     event_version: String,
     payload: String,
@@ -58,6 +65,8 @@ impl EventLog {
             db,
             heads: Arc::default(),
             commits: Arc::new(watch::channel(0).0),
+            group: Arc::default(),
+            read_models: Arc::new(watch::channel(0).0),
         }
     }
 
@@ -72,6 +81,16 @@ impl EventLog {
     /// A receiver that changes whenever this process commits events.
     pub fn subscribe_commits(&self) -> watch::Receiver<u64> {
         self.commits.subscribe()
+    }
+
+    /// A receiver that changes whenever a projection of this process commits.
+    pub fn subscribe_read_models(&self) -> watch::Receiver<u64> {
+        self.read_models.subscribe()
+    }
+
+    /// Tells the waiting requests that a read model moved.
+    pub(crate) fn read_models_moved(&self) {
+        self.read_models.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Appends the events of one command to one stream, atomically.
@@ -126,7 +145,12 @@ impl EventLog {
             rows.push(row);
         }
         let inserted = self
-            .insert(aggregate_type, aggregate_id, &rows, snapshot.as_ref())
+            .insert(Append {
+                aggregate_type: aggregate_type.to_owned(),
+                aggregate_id: aggregate_id.to_owned(),
+                rows,
+                snapshot,
+            })
             .await;
         match inserted {
             Err(StoreError::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
@@ -140,39 +164,33 @@ impl EventLog {
         Ok(())
     }
 
-    /// Inserts the rows of one append atomically. The common case, one
-    /// command's events with no snapshot, is a single multi-row `INSERT`: one
-    /// round trip, atomic without an explicit transaction.
-    async fn insert(
-        &self,
-        aggregate_type: &str,
-        aggregate_id: &str,
-        rows: &[Row],
-        snapshot: Option<&(Value, i64)>,
-    ) -> Result<(), StoreError> {
-        let statements: Vec<_> = rows.chunks(MAX_ROWS_PER_INSERT).collect();
-        with_pool!(self.db.writer(), pool => {
-            let mut builders: Vec<_> = statements
-                .iter()
-                .map(|chunk| insert_statement(aggregate_type, aggregate_id, chunk))
-                .collect();
-            if let ([only], None) = (builders.as_mut_slice(), snapshot) {
-                only.build().execute(pool).await?;
-                return Ok(());
-            }
-            let mut tx = pool.begin().await?;
-            for builder in &mut builders {
-                builder.build().execute(&mut *tx).await?;
-            }
-            if let Some((aggregate, version)) = snapshot {
-                let last_sequence = rows.last().map_or(0, |r| r.sequence);
-                sqlx::query(
-                    "INSERT INTO snapshots (aggregate_type, aggregate_id, last_sequence, \
-                     snapshot_version, payload) VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET \
-                     last_sequence = excluded.last_sequence, \
-                     snapshot_version = excluded.snapshot_version, payload = excluded.payload",
-                )
+    /// Inserts the rows of one append atomically: on SQLite through the
+    /// group commit, on PostgreSQL (whose many connections commit side by
+    /// side) as one multi-row `INSERT`, or one transaction when a snapshot
+    /// rides along.
+    async fn insert(&self, append: Append) -> Result<(), StoreError> {
+        let pool = match self.db.writer() {
+            PoolRef::Sqlite(_) => return self.group.submit(&self.db, append).await,
+            PoolRef::Postgres(pool) => pool,
+        };
+        let Append {
+            aggregate_type,
+            aggregate_id,
+            rows,
+            snapshot,
+        } = &append;
+        let mut statements = insert_statements(aggregate_type, aggregate_id, rows);
+        if let ([only], None) = (statements.as_mut_slice(), snapshot) {
+            only.build().execute(pool).await?;
+            return Ok(());
+        }
+        let mut tx = pool.begin().await?;
+        for statement in &mut statements {
+            statement.build().execute(&mut *tx).await?;
+        }
+        if let Some((aggregate, version)) = snapshot {
+            let last_sequence = rows.last().map_or(0, |r| r.sequence);
+            sqlx::query(SNAPSHOT_UPSERT)
                 .bind(aggregate_type)
                 .bind(aggregate_id)
                 .bind(last_sequence)
@@ -180,9 +198,8 @@ impl EventLog {
                 .bind(canonical_text(aggregate)?)
                 .execute(&mut *tx)
                 .await?;
-            }
-            tx.commit().await?;
-        });
+        }
+        tx.commit().await?;
         Ok(())
     }
 
@@ -276,6 +293,30 @@ impl EventLog {
             heads.insert(key, (sequence, hash));
         }
     }
+}
+
+/// Upserts a stream's snapshot: `$1` type, `$2` id, `$3` last sequence,
+/// `$4` snapshot version, `$5` canonical payload.
+pub(super) const SNAPSHOT_UPSERT: &str = "INSERT INTO snapshots (aggregate_type, aggregate_id, \
+     last_sequence, snapshot_version, payload) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET \
+     last_sequence = excluded.last_sequence, \
+     snapshot_version = excluded.snapshot_version, payload = excluded.payload";
+
+/// Multi-row `INSERT`s of `rows`, as many as SQLite's parameter limit needs.
+pub(super) fn insert_statements<'a, DB: sqlx::Database>(
+    aggregate_type: &'a str,
+    aggregate_id: &'a str,
+    rows: &'a [Row],
+) -> Vec<sqlx::QueryBuilder<'a, DB>>
+where
+    &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    &'a [u8]: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    rows.chunks(MAX_ROWS_PER_INSERT)
+        .map(|chunk| insert_statement(aggregate_type, aggregate_id, chunk))
+        .collect()
 }
 
 /// A multi-row `INSERT` of `rows`; the placeholder style follows the pool it runs on.

@@ -11,12 +11,14 @@ mod commands;
 pub mod db;
 pub mod feed;
 pub(crate) use feed::{CHECKPOINT_UPSERT, now};
+mod group;
 mod log;
 pub mod merkle;
 mod repository;
 mod rows;
 pub mod seal;
 pub mod verify;
+pub mod worker;
 
 pub use commands::{CommandError, Executed, Held};
 pub use db::{Backend, Db};
@@ -51,6 +53,12 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// Committed events could not be flushed to disk.
+    #[error("cannot flush the log to disk: {0}")]
+    Flush(String),
+    /// The shared commit of a group of appends failed; none of them was written.
+    #[error("the commit of this append failed: {0}")]
+    GroupCommit(String),
     #[error("stored event at position {position} is malformed: {what}")]
     Malformed { position: i64, what: &'static str },
 }

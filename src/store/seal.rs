@@ -115,6 +115,7 @@ impl EventLog {
             .await?
             .rows_affected()
         });
+        self.db().sync_log().await?;
         // Another replica sealing at the same moment wins the number; its seal
         // covers the same events, so nothing is lost by standing aside.
         Ok((inserted == 1).then_some(body))

@@ -22,6 +22,7 @@ on_both_backends! {
     consumer_restart_resumes_from_checkpoint => consumer_restart_resumes_from_checkpoint;
     multi_event_commands_are_atomic => multi_event_commands_are_atomic;
     snapshots_are_stored_with_their_events => snapshots_are_stored_with_their_events;
+    a_refused_append_leaves_the_rest_of_its_group_standing => a_refused_append_leaves_the_rest_of_its_group_standing;
 }
 
 async fn append_and_load(kind: Kind) {
@@ -153,6 +154,63 @@ async fn multi_event_commands_are_atomic(kind: Kind) {
         .append(&[event("tally", "m", 5), event("tally", "other", 6)])
         .await;
     assert!(matches!(refused, Err(StoreError::NonContiguousAppend)));
+}
+
+/// Appends launched together share commits on SQLite (group commit): a
+/// loser of a race, one-statement or many, must not take its group's
+/// winners down with it, nor leave any event of its own behind.
+async fn a_refused_append_leaves_the_rest_of_its_group_standing(kind: Kind) {
+    const PAIRS: usize = 12;
+    const BIG: usize = 1_500;
+    let store = fresh(kind).await;
+    let mut tasks = Vec::new();
+    for n in 0..PAIRS {
+        for _ in 0..2 {
+            let log = store.log.clone();
+            let stream = format!("pair-{n}");
+            tasks.push(tokio::spawn(async move {
+                log.append(&[event("tally", &stream, 1)]).await
+            }));
+        }
+        let log = store.log.clone();
+        let stream = format!("alone-{n}");
+        tasks.push(tokio::spawn(async move {
+            log.append(&[event("tally", &stream, 1), event("tally", &stream, 2)])
+                .await
+        }));
+    }
+    for _ in 0..2 {
+        let log = store.log.clone();
+        tasks.push(tokio::spawn(async move {
+            let big: Vec<_> = (1..=BIG).map(|s| event("tally", "big", s)).collect();
+            log.append(&big).await
+        }));
+    }
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.unwrap());
+    }
+    let won = results.iter().filter(|r| r.is_ok()).count();
+    let lost = results
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::Conflict { .. })))
+        .count();
+    assert_eq!((won, lost), (2 * PAIRS + 1, PAIRS + 1), "{results:?}");
+    for n in 0..PAIRS {
+        let pair = store
+            .log
+            .load_stream("tally", &format!("pair-{n}"), 0)
+            .await;
+        assert_eq!(pair.unwrap().len(), 1);
+        let alone = store
+            .log
+            .load_stream("tally", &format!("alone-{n}"), 0)
+            .await;
+        assert_eq!(alone.unwrap().len(), 2);
+    }
+    let big = store.log.load_stream("tally", "big", 0).await.unwrap();
+    assert_eq!(big.len(), BIG);
+    assert!(store.log.verify("unused").await.unwrap().intact());
 }
 
 async fn sixteen_writers_reach_every_consumer(kind: Kind) {

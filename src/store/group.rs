@@ -1,0 +1,176 @@
+//! Group commit for the embedded store: appends that wait for SQLite's one
+//! writer at the same moment share one transaction, so one flush to disk
+//! makes all of them durable.
+//!
+//! Each append still stands or falls alone. A one-statement append is
+//! atomic by itself; a longer one runs inside a savepoint. A unique-key
+//! violation (another writer took the sequence first) rejects only that
+//! append; any other failure rolls the whole group back and every append in
+//! it reports the failure, so no caller is ever told "failed" for events
+//! that were written.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use sqlx::{Sqlite, Transaction};
+use tokio::sync::oneshot;
+
+use super::StoreError;
+use super::chain::canonical_text;
+use super::db::{Db, PoolRef};
+use super::log::{Row, SNAPSHOT_UPSERT, insert_statements};
+
+/// The events of one command for one stream, ready to insert.
+pub(super) struct Append {
+    pub aggregate_type: String,
+    pub aggregate_id: String,
+    pub rows: Vec<Row>,
+    pub snapshot: Option<(Value, i64)>,
+}
+
+type Waiting = (Append, oneshot::Sender<Result<(), StoreError>>);
+
+/// Appends waiting for the writer, and the turn to write them.
+#[derive(Debug, Default)]
+pub(super) struct GroupCommit {
+    queue: Arc<Mutex<Vec<Waiting>>>,
+    /// Held by the task writing a group; the next holder takes everything
+    /// that queued up meanwhile.
+    writing: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for Append {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Append")
+            .field("aggregate_type", &self.aggregate_type)
+            .field("aggregate_id", &self.aggregate_id)
+            .field("rows", &self.rows.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupCommit {
+    /// Writes `append`, together with whatever else is waiting, and answers
+    /// once its group has committed (or failed).
+    pub(super) async fn submit(&self, db: &Db, append: Append) -> Result<(), StoreError> {
+        let (sender, receiver) = oneshot::channel();
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((append, sender));
+        let writing = Arc::clone(&self.writing).lock_owned().await;
+        if self
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+        {
+            // An earlier writer took this append into its group.
+            drop(writing);
+        } else {
+            // The group is written in a task of its own: a caller that stops
+            // waiting must not abandon the other appends half written.
+            let (db, queue) = (db.clone(), Arc::clone(&self.queue));
+            super::worker::spawn(async move {
+                write_group(&db, &queue).await;
+                drop(writing);
+            });
+        }
+        receiver.await.unwrap_or_else(|_| {
+            Err(StoreError::GroupCommit(
+                "the writer stopped before committing".to_owned(),
+            ))
+        })
+    }
+}
+
+/// Waits for the connection, then writes everything queued by then: the
+/// appends that arrive while other writers hold the connection join in.
+async fn write_group(db: &Db, queue: &Mutex<Vec<Waiting>>) {
+    let PoolRef::Sqlite(pool) = db.writer() else {
+        return;
+    };
+    let began = pool.begin().await;
+    let group = std::mem::take(&mut *queue.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut tx = match began {
+        Ok(tx) => tx,
+        Err(e) => return fail_all(group, &e),
+    };
+    let mut outcomes = Vec::with_capacity(group.len());
+    for (append, _) in &group {
+        match write_one(&mut tx, append).await {
+            Err(e) if is_unique_violation(&e) => outcomes.push(Err(e)),
+            Err(e) => {
+                let _ = tx.rollback().await;
+                return fail_all(group, &e);
+            }
+            Ok(()) => outcomes.push(Ok(())),
+        }
+    }
+    if let Err(e) = tx.commit().await {
+        return fail_all(group, &e);
+    }
+    // The writer is free again while the disk catches up; the appenders
+    // hear of their events only once they are durable.
+    if let Err(e) = db.sync_log().await {
+        // Written and visible, but maybe not on disk: the caller must not
+        // take these events as durable.
+        let message = e.to_string();
+        for (_, sender) in group {
+            let _ = sender.send(Err(StoreError::Flush(message.clone())));
+        }
+        return;
+    }
+    for ((_, sender), outcome) in group.into_iter().zip(outcomes) {
+        let _ = sender.send(outcome);
+    }
+}
+
+/// Inserts one append inside the group's transaction; on a unique-key
+/// violation nothing of it remains.
+async fn write_one(tx: &mut Transaction<'_, Sqlite>, append: &Append) -> Result<(), StoreError> {
+    let mut statements =
+        insert_statements(&append.aggregate_type, &append.aggregate_id, &append.rows);
+    if let ([only], None) = (statements.as_mut_slice(), &append.snapshot) {
+        only.build().execute(&mut **tx).await?;
+        return Ok(());
+    }
+    sqlx::query("SAVEPOINT append").execute(&mut **tx).await?;
+    let mut written = Ok(());
+    for statement in &mut statements {
+        written = statement.build().execute(&mut **tx).await.map(drop);
+        if written.is_err() {
+            break;
+        }
+    }
+    if written.is_ok()
+        && let Some((aggregate, version)) = &append.snapshot
+    {
+        let last_sequence = append.rows.last().map_or(0, |r| r.sequence);
+        written = sqlx::query(SNAPSHOT_UPSERT)
+            .bind(&append.aggregate_type)
+            .bind(&append.aggregate_id)
+            .bind(last_sequence)
+            .bind(*version)
+            .bind(canonical_text(aggregate)?)
+            .execute(&mut **tx)
+            .await
+            .map(drop);
+    }
+    if written.is_err() {
+        sqlx::query("ROLLBACK TO append").execute(&mut **tx).await?;
+    }
+    sqlx::query("RELEASE append").execute(&mut **tx).await?;
+    Ok(written?)
+}
+
+fn is_unique_violation(error: &StoreError) -> bool {
+    matches!(error, StoreError::Database(sqlx::Error::Database(e)) if e.is_unique_violation())
+}
+
+fn fail_all(group: Vec<Waiting>, error: &dyn std::fmt::Display) {
+    let message = error.to_string();
+    for (_, sender) in group {
+        let _ = sender.send(Err(StoreError::GroupCommit(message.clone())));
+    }
+}
