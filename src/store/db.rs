@@ -163,7 +163,13 @@ impl Db {
         };
         let wal = Arc::clone(wal);
         let synced = tokio::task::spawn_blocking(move || {
-            std::fs::File::open(wal.as_path()).and_then(|file| file.sync_data())
+            match std::fs::File::open(wal.as_path()) {
+                Ok(file) => file.sync_data(),
+                // The last connection closed meanwhile: SQLite then moved
+                // the log into the database file, flushed it, and removed it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(e),
+            }
         })
         .await;
         match synced {
