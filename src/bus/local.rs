@@ -20,6 +20,8 @@ use crate::store::{Backend, EventLog};
 const PAGE: i64 = 1_000;
 const BROADCAST_CAPACITY: usize = 1_024;
 const RETRY_DELAY: Duration = Duration::from_millis(500);
+/// The relay's first look again after a local commit it could not read yet.
+const EAGER_POLL: Duration = Duration::from_millis(5);
 /// At most this many events go to a consumer in one call when batches queue up.
 const COALESCE_LIMIT: usize = 2_000;
 
@@ -63,9 +65,14 @@ impl LocalBus {
                 }
             }
         };
+        // Short right after a commit of ours that the feed does not show yet
+        // (on PostgreSQL it waits for older transactions still in flight),
+        // growing to the idle poll for other replicas' commits.
+        let mut wait = self.poll_interval;
         loop {
             match log.read_feed(cursor, PAGE).await.and_then(to_records) {
                 Ok(events) if !events.is_empty() => {
+                    wait = self.poll_interval;
                     let from = cursor;
                     cursor = events.last().map_or(cursor, |e| e.cursor);
                     // No receiver is fine: consumers catch up from the store.
@@ -80,8 +87,8 @@ impl LocalBus {
             }
             tokio::select! {
                 () = stop.cancelled() => return,
-                _ = commits.changed() => {}
-                () = tokio::time::sleep(self.poll_interval) => {}
+                _ = commits.changed() => wait = EAGER_POLL,
+                () = tokio::time::sleep(wait) => wait = (wait * 2).min(self.poll_interval),
             }
         }
     }

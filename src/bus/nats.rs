@@ -28,6 +28,8 @@ pub const RELAY_CHECKPOINT: &str = "relay.nats";
 const PAGE: i64 = 1_000;
 const BATCH: usize = 500;
 const RETRY_DELAY: Duration = Duration::from_millis(500);
+/// The relay's first look again after a local commit it could not read yet.
+const EAGER_POLL: Duration = Duration::from_millis(5);
 /// Longer than any relay outage we expect to resend across.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 
@@ -122,6 +124,13 @@ impl NatsBus {
         // Where to publish from; `None` after a start or an error, when the
         // stream and the checkpoint are looked at again.
         let mut from: Option<Cursor> = None;
+        // Subscribed once, before the first read, so that a commit landing
+        // between a read and the wait still wakes the relay.
+        let mut commits = log.subscribe_commits();
+        // How long to wait when the read found nothing: short right after a
+        // commit of ours (the feed holds it back until older transactions
+        // in flight finish), growing to the idle poll for other replicas.
+        let mut wait = RETRY_DELAY;
         while !stop.is_cancelled() {
             let step = match from {
                 Some(cursor) => self.publish_page(&log, cursor).await,
@@ -130,19 +139,20 @@ impl NatsBus {
             match step {
                 Ok(Some(cursor)) => {
                     from = Some(cursor);
+                    wait = RETRY_DELAY;
                     continue;
                 }
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "NATS relay paused; resuming from its checkpoint");
                     from = None;
+                    wait = RETRY_DELAY;
                 }
             }
-            let mut commits = log.subscribe_commits();
             tokio::select! {
                 () = stop.cancelled() => return,
-                _ = commits.changed() => {}
-                () = tokio::time::sleep(RETRY_DELAY) => {}
+                _ = commits.changed() => wait = EAGER_POLL,
+                () = tokio::time::sleep(wait) => wait = (wait * 2).min(RETRY_DELAY),
             }
         }
     }
