@@ -67,9 +67,9 @@ pub(crate) use with_pool;
 /// Run inside a read-model transaction on PostgreSQL: its commit need not
 /// wait for the WAL flush. A read model and its checkpoint commit together
 /// and are rebuilt from the log, so a crash of the database server can only
-/// move them back, never past the log. (SQLite refuses to change its
-/// safety level inside a transaction, and toggling it around one bought
-/// nothing measurable, so SQLite read models commit like the log.)
+/// move them back, never past the log. (SQLite needs nothing: its commits
+/// never wait for the disk, and only event appends are flushed; see
+/// [`Db::open_sqlite`].)
 pub(crate) fn rebuildable_commit_sql(pool: &PoolRef<'_>) -> Option<&'static str> {
     match pool {
         PoolRef::Sqlite(_) => None,
@@ -172,11 +172,8 @@ impl Db {
             }
         })
         .await;
-        match synced {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(StoreError::Flush(e.to_string())),
-            Err(e) => Err(StoreError::Flush(e.to_string())),
-        }
+        let flush = |e: &dyn std::fmt::Display| StoreError::Flush(e.to_string());
+        synced.map_err(|e| flush(&e))?.map_err(|e| flush(&e))
     }
 
     /// Answers whether the database takes a trivial query.

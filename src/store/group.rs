@@ -87,11 +87,13 @@ impl GroupCommit {
 /// Waits for the connection, then writes everything queued by then: the
 /// appends that arrive while other writers hold the connection join in.
 async fn write_group(db: &Db, queue: &Mutex<Vec<Waiting>>) {
+    let take = || std::mem::take(&mut *queue.lock().unwrap_or_else(PoisonError::into_inner));
     let PoolRef::Sqlite(pool) = db.writer() else {
-        return;
+        // Only the SQLite log groups its appends; answer rather than hang.
+        return fail_all(take(), &"group commit is for SQLite only");
     };
     let began = pool.begin().await;
-    let group = std::mem::take(&mut *queue.lock().unwrap_or_else(PoisonError::into_inner));
+    let group = take();
     let mut tx = match began {
         Ok(tx) => tx,
         Err(e) => return fail_all(group, &e),
