@@ -4,7 +4,7 @@
 use agon_aggregates::CommandMeta;
 use agon_aggregates::debate::{
     ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, Debate, DebateCommand,
-    DebateError, MAX_AGENTS, MAX_ROUNDS, Protocol,
+    DebateError, MAX_AGENTS, MAX_ROUNDS, Next, Protocol,
 };
 use agon_projections::Debates;
 use thiserror::Error;
@@ -200,7 +200,12 @@ pub async fn create(
     let created = match app.log.load_held::<Debate>(&id).await {
         Ok(mut held) => app
             .log
-            .run_then(&mut held, command, |_| start.clone(), meta)
+            .run_then(
+                &mut held,
+                command,
+                |state| start.clone().filter(|_| state.next() == Next::Start),
+                meta,
+            )
             .await
             .map(|_| held.state().clone()),
         Err(e) => Err(e),

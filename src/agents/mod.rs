@@ -97,6 +97,25 @@ impl Agents {
         route::resolve(name, &self.inner.settings)
     }
 
+    /// Whether agent `name` answers in this process, with no provider call
+    /// (demo agents): its answer is ready at once and costs nothing to redo.
+    pub fn answers_locally(&self, name: &str) -> bool {
+        matches!(self.resolve(name), Ok(route) if route.provider == Provider::Demo)
+    }
+
+    /// Whether every agent of `names` [answers locally](Agents::answers_locally).
+    pub fn all_answer_locally(&self, names: &[String]) -> bool {
+        names.iter().all(|name| self.answers_locally(name))
+    }
+
+    /// The answer to `turn` of an agent that [answers
+    /// locally](Agents::answers_locally); `None` for one that needs a provider.
+    pub fn call_locally(&self, turn: &Turn) -> Option<Reply> {
+        let started = Instant::now();
+        self.answers_locally(&turn.agent)
+            .then(|| local_reply(turn, started))
+    }
+
     /// Calls the agent named `turn.agent`: demo names answer locally; real
     /// providers go through the breaker, the timeout, one retry of
     /// transient failures and the OpenRouter fallback. Never panics.
@@ -115,10 +134,7 @@ impl Agents {
             }
         };
         if route.provider == Provider::Demo {
-            let mut reply = demo::respond(turn);
-            reply.usage.latency_ms = millis(started.elapsed());
-            record_success(agent, &reply, started.elapsed());
-            return Ok(reply);
+            return Ok(local_reply(turn, started));
         }
         match self.inner.call_provider(agent, &route, turn).await {
             Ok(answer) => {
@@ -295,6 +311,14 @@ pub(crate) fn label(agent: &str) -> String {
         Some((cut, _)) => agent[..cut].to_owned(),
         None => agent.to_owned(),
     }
+}
+
+/// A demo agent's answer to `turn`, counted like a provider's.
+fn local_reply(turn: &Turn, started: Instant) -> Reply {
+    let mut reply = demo::respond(turn);
+    reply.usage.latency_ms = millis(started.elapsed());
+    record_success(&turn.agent, &reply, started.elapsed());
+    reply
 }
 
 fn record_success(agent: &str, reply: &Reply, elapsed: Duration) {

@@ -1,7 +1,10 @@
 //! Drives one debate to its end: asks the aggregate what is next, calls the
 //! agents of a stage at once, and records each answer as soon as it lands
 //! (answers that land together go in one command), so a crash loses only
-//! the calls in flight.
+//! the calls in flight. Work that waits on nothing outside the process
+//! (stages whose agents all answer locally, the conclusion) rides in the
+//! append of the command before it: a crash before that append loses only
+//! work that is redone at once.
 
 use std::sync::Arc;
 
@@ -62,10 +65,21 @@ pub(super) async fn drive(inner: Arc<Inner>, id: String) -> Result<(), DriveErro
         let at = inner.clock.now();
         match held.state().next() {
             Next::Start => {
+                let local = LocalWork::including_conclusion(&inner, held.state()).await?;
+                let command = DebateCommand::Start { at };
                 let events = log
-                    .run(&mut held, DebateCommand::Start { at }, meta(&id))
+                    .run_then(&mut held, command, |s| local.next(s), meta(&id))
                     .await?;
                 count_endings(&events);
+            }
+            Next::Work { stage, agents } if inner.agents.all_answer_locally(&agents) => {
+                let local = LocalWork::including_conclusion(&inner, held.state()).await?;
+                if let Some(command) = local.next(held.state()) {
+                    let outcome = log
+                        .run_then(&mut held, command, |s| local.next(s), meta(&id))
+                        .await;
+                    settle(&inner, &mut held, &stage, outcome).await?;
+                }
             }
             Next::Work { stage, agents } => run_stage(&inner, &mut held, &stage, &agents).await?,
             Next::Conclude => {
@@ -74,6 +88,78 @@ pub(super) async fn drive(inner: Arc<Inner>, id: String) -> Result<(), DriveErro
             }
             Next::Paused | Next::Finished => return Ok(()),
         }
+    }
+}
+
+/// The commands that need no wait outside the process: answers of stages
+/// whose agents all answer locally, and the conclusion once it is loaded.
+struct LocalWork<'a> {
+    inner: &'a Inner,
+    conclusion: Option<DebateCommand>,
+}
+
+impl<'a> LocalWork<'a> {
+    fn without_conclusion(inner: &'a Inner) -> Self {
+        Self {
+            inner,
+            conclusion: None,
+        }
+    }
+
+    async fn including_conclusion(inner: &'a Inner, debate: &Debate) -> Result<Self, DriveError> {
+        Ok(Self {
+            inner,
+            conclusion: Some(conclusion(inner, debate).await?),
+        })
+    }
+
+    /// The next such command on `debate`, if its next step is one.
+    fn next(&self, debate: &Debate) -> Option<DebateCommand> {
+        match debate.next() {
+            Next::Work { stage, agents } if self.inner.agents.all_answer_locally(&agents) => {
+                let outcomes = agents
+                    .iter()
+                    .filter_map(|agent| {
+                        let turn = turns::turn(debate, &stage, agent);
+                        let reply = self.inner.agents.call_locally(&turn)?;
+                        Some(turns::outcome(debate, &stage, &turn, Ok(reply)))
+                    })
+                    .collect();
+                Some(DebateCommand::Record {
+                    outcomes,
+                    at: self.inner.clock.now(),
+                })
+            }
+            Next::Conclude => self.conclusion.clone(),
+            _ => None,
+        }
+    }
+}
+
+/// Counts the endings of a committed append (true); when the debate
+/// refused it (someone else moved it on: failed it, another replica),
+/// reloads it so the drive loop looks again at what it needs (false),
+/// unless it still waits in `stage` (then the refusal is the error).
+async fn settle(
+    inner: &Inner,
+    held: &mut crate::store::Held<Debate>,
+    stage: &Stage,
+    outcome: Result<Vec<DebateEvent>, CommandError<DebateError>>,
+) -> Result<bool, DriveError> {
+    match outcome {
+        Ok(events) => {
+            count_endings(&events);
+            Ok(true)
+        }
+        Err(CommandError::Rejected(e)) => {
+            let id = held.state().id.clone();
+            tracing::warn!(debate = %id, error = %e, "answers not recorded");
+            *held = inner.log.load_held::<Debate>(&id).await?;
+            let stuck =
+                matches!(held.state().next(), Next::Work { stage: ref s, .. } if s == stage);
+            if stuck { Err(e.into()) } else { Ok(false) }
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -134,37 +220,27 @@ async fn run_stage(
             .map(|(turn, result)| turns::outcome(&debate, stage, &turn, result))
             .collect();
         let at = inner.clock.now();
-        // The last votes and the consensus they make go in one append.
-        let conclude = match (stage, calls.is_empty()) {
-            (Stage::Vote, true) => Some(conclusion(inner, &debate).await?),
-            _ => None,
+        // The last answers of a stage take along the local work after them
+        // (the consensus after the last votes), loaded now so the ratings
+        // it weighs by are current.
+        let last = calls.is_empty();
+        let local = if last {
+            LocalWork::including_conclusion(inner, &debate).await?
+        } else {
+            LocalWork::without_conclusion(inner)
         };
-        let follow = |state: &Debate| {
-            conclude
-                .clone()
-                .filter(|_| matches!(state.next(), Next::Conclude))
-        };
-        match inner
+        let outcome = inner
             .log
             .run_then(
                 held,
                 DebateCommand::Record { outcomes, at },
-                follow,
+                |s| if last { local.next(s) } else { None },
                 meta(&id),
             )
-            .await
-        {
-            Ok(events) => count_endings(&events),
-            // Someone else moved the debate on (failed it, another replica):
-            // the loop above looks again at what it needs.
-            Err(CommandError::Rejected(e)) => {
-                tracing::warn!(debate = %id, error = %e, "answers not recorded");
-                *held = inner.log.load_held::<Debate>(&id).await?;
-                let stuck =
-                    matches!(held.state().next(), Next::Work { stage: ref s, .. } if s == stage);
-                return if stuck { Err(e.into()) } else { Ok(()) };
-            }
-            Err(e) => return Err(e.into()),
+            .await;
+        if !settle(inner, held, stage, outcome).await? {
+            // Refused and reloaded: the drive loop decides again.
+            return Ok(());
         }
     }
     Ok(())

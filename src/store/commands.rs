@@ -12,6 +12,10 @@ use super::EventLog;
 /// How often a command is re-decided after losing a race for its stream.
 const CONFLICT_RETRIES: usize = 5;
 
+/// Follow-up commands [`EventLog::run_then`] puts in one append at most;
+/// a longer chain goes on in the caller's next append.
+pub const MAX_FOLLOW_UPS: usize = 64;
+
 /// Why a command did not commit.
 #[derive(Debug, Error)]
 pub enum CommandError<E: std::error::Error> {
@@ -67,15 +71,17 @@ impl EventLog {
         self.run_then(held, command, |_| None, meta).await
     }
 
-    /// [`EventLog::run`], then the command `follow` asks for on the state
-    /// the first one leaves (if any), both committed in one append: one
-    /// write where a caller would otherwise make two in a row. A refused
-    /// follow-up is dropped; the first command's events still commit.
+    /// [`EventLog::run`], then the commands `follow` asks for on each state
+    /// the previous one leaves, until it asks for none (at most
+    /// [`MAX_FOLLOW_UPS`]), all committed in one append: one write where a
+    /// caller would otherwise make several in a row. A refused follow-up
+    /// ends the chain; the commands before it still commit. On a retry after
+    /// a lost race `follow` is asked again from the start.
     pub async fn run_then<A>(
         &self,
         held: &mut Held<A>,
         command: A::Command,
-        follow: impl Fn(&A) -> Option<A::Command>,
+        mut follow: impl FnMut(&A) -> Option<A::Command>,
         meta: CommandMeta,
     ) -> Result<Vec<A::Event>, CommandError<A::Error>>
     where
@@ -91,13 +97,15 @@ impl EventLog {
                 .await
                 .map_err(CommandError::Rejected)?;
             let mut events = sink.collect().await;
-            if let Some(then) = follow(&next) {
+            for _ in 0..MAX_FOLLOW_UPS {
+                let Some(then) = follow(&next) else { break };
                 let mut further = next.clone();
                 let sink = EventSink::default();
-                if further.handle(then, &(), &sink).await.is_ok() {
-                    events.extend(sink.collect().await);
-                    next = further;
+                if further.handle(then, &(), &sink).await.is_err() {
+                    break;
                 }
+                events.extend(sink.collect().await);
+                next = further;
             }
             if events.is_empty() {
                 return Ok(events);

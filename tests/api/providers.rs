@@ -24,6 +24,7 @@ on_both_backends! {
     a_debate_whose_agents_all_fail_fails => a_debate_whose_agents_all_fail_fails;
     malformed_answers_fail_their_agent => malformed_answers_fail_their_agent;
     a_missing_key_is_named_and_demo_agents_still_work => a_missing_key_is_named_and_demo_agents_still_work;
+    local_agents_finish_after_a_provider_agent_fails => local_agents_finish_after_a_provider_agent_fails;
 }
 
 /// The service in-process with `env`; on PostgreSQL with a NATS bus too.
@@ -332,6 +333,51 @@ async fn a_429_without_openrouter_fails_only_that_agent(kind: Kind) {
     assert_eq!(status, 200, "{consensus}");
     assert_eq!(consensus["failed_agents"], json!(["claude"]));
     assert_eq!(list(&consensus["votes"]).len(), 2);
+    app.stop.cancel();
+}
+
+/// Once the only provider agent has failed, the demo agents left answer
+/// locally: the rest of the debate is recorded without waiting on anything,
+/// every remaining turn exactly once and in order.
+async fn local_agents_finish_after_a_provider_agent_fails(kind: Kind) {
+    let fake = FakeProvider::start().await;
+    fake.script(|_| Behavior::RateLimited);
+    let (app, _nats) = serve(kind, fake.env()).await;
+    let c = client();
+    let id = create_debate(&c, &app.base, &["demo-a", "claude", "demo-b"], 2).await;
+    let detail = wait_finished(&c, &app.base, &id).await;
+    assert_eq!(detail["status"], "completed", "{detail}");
+    assert_eq!(
+        failures(&detail),
+        [("claude".to_owned(), "rate_limited".to_owned())]
+    );
+    let expected: Vec<String> = [
+        "1/opening",
+        "1/critique",
+        "1/revision",
+        "2/critique",
+        "2/revision",
+    ]
+    .iter()
+    .flat_map(|turn| {
+        let (round, phase) = turn.split_once('/').unwrap();
+        ["demo-a", "demo-b"].map(|agent| format!("{agent}/{round}/{phase}"))
+    })
+    .collect();
+    assert_eq!(message_turns(&detail), expected, "{detail}");
+    assert_eq!(
+        fake.calls().len(),
+        1,
+        "only claude's opening reached the provider"
+    );
+    let (status, consensus) = get(&c, &app.base, &format!("/api/debates/{id}/consensus")).await;
+    assert_eq!(status, 200, "{consensus}");
+    assert_eq!(consensus["failed_agents"], json!(["claude"]));
+    let voters: Vec<&Value> = list(&consensus["votes"])
+        .iter()
+        .map(|v| &v["agent"])
+        .collect();
+    assert_eq!(voters, [&json!("demo-a"), &json!("demo-b")]);
     app.stop.cancel();
 }
 
