@@ -5,9 +5,10 @@
 //! `Nats-Msg-Id` set to the event id, awaits every ack, and only then moves
 //! its checkpoint (kept in the database, not in NATS). A resend after a crash
 //! or an outage is dropped by JetStream's duplicate window. Consumers are
-//! durable pull consumers with explicit ack. PostgreSQL stays the source of
-//! truth: while NATS is down commands still commit, and the relay catches up
-//! from its checkpoint when NATS is back.
+//! durable pull consumers that ack each handled batch once, by its last
+//! message (`AckPolicy::All`). PostgreSQL stays the source of truth: while
+//! NATS is down commands still commit, and the relay catches up from its
+//! checkpoint when NATS is back.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -228,7 +229,7 @@ impl NatsBus {
                 &durable,
                 consumer::pull::Config {
                     durable_name: Some(durable.clone()),
-                    ack_policy: consumer::AckPolicy::Explicit,
+                    ack_policy: consumer::AckPolicy::All,
                     deliver_policy: consumer::DeliverPolicy::All,
                     filter_subject: "events.>".to_owned(),
                     inactive_threshold: ABANDONED_CONSUMER_TTL,
@@ -273,8 +274,9 @@ impl NatsBus {
                 consumer.handle(fresh).await?;
                 checkpoint = next;
             }
-            for message in received {
-                message.ack().await.map_err(nats_error)?;
+            // Acking the last message acks every one delivered before it.
+            if let Some(last) = received.last() {
+                last.ack().await.map_err(nats_error)?;
             }
         }
         Ok(())
