@@ -1,9 +1,10 @@
 //! Which events of a batch are new to a projection, decided per stream in
 //! three statements whatever the batch size (two on SQLite): create missing
-//! guard rows (PostgreSQL only), read (and on PostgreSQL lock) them, advance them. The row lock makes two
-//! replicas handling one batch take turns; the second then finds the events
-//! applied and skips them, as a per-event guard would, without a round trip
-//! per event. The checkpoint commits in the same transaction.
+//! guard rows (PostgreSQL only), read (and on PostgreSQL lock) them, advance
+//! them. The row lock makes two replicas handling one batch take turns; the
+//! second then finds the events applied and skips them, as a per-event guard
+//! would, without a round trip per event. The checkpoint commits in the same
+//! transaction.
 
 use std::collections::HashMap;
 

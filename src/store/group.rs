@@ -11,22 +11,12 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::Value;
 use sqlx::{Sqlite, Transaction};
 use tokio::sync::oneshot;
 
 use super::StoreError;
-use super::chain::canonical_text;
 use super::db::{Db, PoolRef};
-use super::log::{Row, SNAPSHOT_UPSERT, insert_statements};
-
-/// The events of one command for one stream, ready to insert.
-pub(super) struct Append {
-    pub aggregate_type: String,
-    pub aggregate_id: String,
-    pub rows: Vec<Row>,
-    pub snapshot: Option<(Value, i64)>,
-}
+use super::log::{Append, write_append};
 
 type Waiting = (Append, oneshot::Sender<Result<(), StoreError>>);
 
@@ -37,16 +27,6 @@ pub(super) struct GroupCommit {
     /// Held by the task writing a group; the next holder takes everything
     /// that queued up meanwhile.
     writing: Arc<tokio::sync::Mutex<()>>,
-}
-
-impl std::fmt::Debug for Append {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Append")
-            .field("aggregate_type", &self.aggregate_type)
-            .field("aggregate_id", &self.aggregate_id)
-            .field("rows", &self.rows.len())
-            .finish_non_exhaustive()
-    }
 }
 
 impl GroupCommit {
@@ -101,7 +81,7 @@ async fn write_group(db: &Db, queue: &Mutex<Vec<Waiting>>) {
     let mut outcomes = Vec::with_capacity(group.len());
     for (append, _) in &group {
         match write_one(&mut tx, append).await {
-            Err(e) if is_unique_violation(&e) => outcomes.push(Err(e)),
+            Err(e) if e.is_unique_violation() => outcomes.push(Err(e)),
             Err(e) => {
                 let _ = tx.rollback().await;
                 return fail_all(group, &e);
@@ -129,45 +109,19 @@ async fn write_group(db: &Db, queue: &Mutex<Vec<Waiting>>) {
 }
 
 /// Inserts one append inside the group's transaction; on a unique-key
-/// violation nothing of it remains.
+/// violation nothing of it remains (a single statement undoes itself, a
+/// longer append runs inside a savepoint).
 async fn write_one(tx: &mut Transaction<'_, Sqlite>, append: &Append) -> Result<(), StoreError> {
-    let mut statements =
-        insert_statements(&append.aggregate_type, &append.aggregate_id, &append.rows);
-    if let ([only], None) = (statements.as_mut_slice(), &append.snapshot) {
-        only.build().execute(&mut **tx).await?;
-        return Ok(());
+    if append.is_one_statement() {
+        return write_append::<Sqlite>(&mut **tx, append).await;
     }
     sqlx::query("SAVEPOINT append").execute(&mut **tx).await?;
-    let mut written = Ok(());
-    for statement in &mut statements {
-        written = statement.build().execute(&mut **tx).await.map(drop);
-        if written.is_err() {
-            break;
-        }
-    }
-    if written.is_ok()
-        && let Some((aggregate, version)) = &append.snapshot
-    {
-        let last_sequence = append.rows.last().map_or(0, |r| r.sequence);
-        written = sqlx::query(SNAPSHOT_UPSERT)
-            .bind(&append.aggregate_type)
-            .bind(&append.aggregate_id)
-            .bind(last_sequence)
-            .bind(*version)
-            .bind(canonical_text(aggregate)?)
-            .execute(&mut **tx)
-            .await
-            .map(drop);
-    }
+    let written = write_append::<Sqlite>(&mut **tx, append).await;
     if written.is_err() {
         sqlx::query("ROLLBACK TO append").execute(&mut **tx).await?;
     }
     sqlx::query("RELEASE append").execute(&mut **tx).await?;
-    Ok(written?)
-}
-
-fn is_unique_violation(error: &StoreError) -> bool {
-    matches!(error, StoreError::Database(sqlx::Error::Database(e)) if e.is_unique_violation())
+    written
 }
 
 fn fail_all(group: Vec<Waiting>, error: &dyn std::fmt::Display) {

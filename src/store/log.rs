@@ -19,13 +19,15 @@ use uuid::Uuid;
 use super::StoreError;
 use super::chain::{ChainedFields, GENESIS, Hash, canonical_text, hash_from_slice};
 use super::db::{Backend, Db, PoolRef, with_pool};
-use super::group::{Append, GroupCommit};
+use super::group::GroupCommit;
 use super::rows::{EVENT_COLUMNS, StoredEvent};
 
 /// How many stream heads the hash cache keeps before it starts afresh.
 const HEAD_CACHE_LIMIT: usize = 65_536;
 /// Rows per `INSERT` statement: 10 parameters each stays under SQLite's limit.
 const MAX_ROWS_PER_INSERT: usize = 1_000;
+/// Parameters of one event row in an `INSERT`.
+const EVENT_PARAMS: usize = 10;
 
 type StreamKey = (String, String);
 
@@ -50,7 +52,7 @@ pub struct EventLog {
 /// An event ready to be inserted.
 pub(super) struct Row {
     event_id: String,
-    pub(super) sequence: i64,
+    sequence: i64,
     event_type: String,
     event_version: String,
     payload: String,
@@ -153,9 +155,7 @@ impl EventLog {
             })
             .await;
         match inserted {
-            Err(StoreError::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
-                return Err(conflict());
-            }
+            Err(e) if e.is_unique_violation() => return Err(conflict()),
             other => other?,
         }
         let last_sequence = first_sequence + to_i64(events.len()) - 1;
@@ -173,32 +173,12 @@ impl EventLog {
             PoolRef::Sqlite(_) => return self.group.submit(&self.db, append).await,
             PoolRef::Postgres(pool) => pool,
         };
-        let Append {
-            aggregate_type,
-            aggregate_id,
-            rows,
-            snapshot,
-        } = &append;
-        let mut statements = insert_statements(aggregate_type, aggregate_id, rows);
-        if let ([only], None) = (statements.as_mut_slice(), snapshot) {
-            only.build().execute(pool).await?;
-            return Ok(());
+        if append.is_one_statement() {
+            let mut connection = pool.acquire().await?;
+            return write_append::<sqlx::Postgres>(&mut *connection, &append).await;
         }
         let mut tx = pool.begin().await?;
-        for statement in &mut statements {
-            statement.build().execute(&mut *tx).await?;
-        }
-        if let Some((aggregate, version)) = snapshot {
-            let last_sequence = rows.last().map_or(0, |r| r.sequence);
-            sqlx::query(SNAPSHOT_UPSERT)
-                .bind(aggregate_type)
-                .bind(aggregate_id)
-                .bind(last_sequence)
-                .bind(*version)
-                .bind(canonical_text(aggregate)?)
-                .execute(&mut *tx)
-                .await?;
-        }
+        write_append::<sqlx::Postgres>(&mut *tx, &append).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -295,59 +275,103 @@ impl EventLog {
     }
 }
 
+/// The events of one command for one stream, ready to insert.
+pub(super) struct Append {
+    pub aggregate_type: String,
+    pub aggregate_id: String,
+    pub rows: Vec<Row>,
+    pub snapshot: Option<(Value, i64)>,
+}
+
+impl std::fmt::Debug for Append {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Append")
+            .field("aggregate_type", &self.aggregate_type)
+            .field("aggregate_id", &self.aggregate_id)
+            .field("rows", &self.rows.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Append {
+    /// Whether [`write_append`] runs a single statement (atomic by itself).
+    pub(super) fn is_one_statement(&self) -> bool {
+        self.rows.len() <= MAX_ROWS_PER_INSERT && self.snapshot.is_none()
+    }
+}
+
+/// Writes the events of `append`, then its snapshot, on `connection`. More
+/// than one statement is atomic only inside the caller's transaction or
+/// savepoint ([`Append::is_one_statement`] tells).
+pub(super) async fn write_append<DB>(
+    connection: &mut DB::Connection,
+    append: &Append,
+) -> Result<(), StoreError>
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    String: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    let (kind, id) = (append.aggregate_type.as_str(), append.aggregate_id.as_str());
+    for chunk in append.rows.chunks(MAX_ROWS_PER_INSERT) {
+        let sql = insert_sql(chunk.len());
+        let mut query = sqlx::query(&sql);
+        for row in chunk {
+            query = query
+                .bind(row.event_id.as_str())
+                .bind(kind)
+                .bind(id)
+                .bind(row.sequence)
+                .bind(row.event_type.as_str())
+                .bind(row.event_version.as_str())
+                .bind(row.payload.as_str())
+                .bind(row.metadata.as_str())
+                .bind(&row.prev_hash[..])
+                .bind(&row.hash[..]);
+        }
+        query.execute(&mut *connection).await?;
+    }
+    if let Some((aggregate, version)) = &append.snapshot {
+        let last_sequence = append.rows.last().map_or(0, |r| r.sequence);
+        sqlx::query(SNAPSHOT_UPSERT)
+            .bind(kind)
+            .bind(id)
+            .bind(last_sequence)
+            .bind(*version)
+            .bind(canonical_text(aggregate)?)
+            .execute(&mut *connection)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Upserts a stream's snapshot: `$1` type, `$2` id, `$3` last sequence,
 /// `$4` snapshot version, `$5` canonical payload.
-pub(super) const SNAPSHOT_UPSERT: &str = "INSERT INTO snapshots (aggregate_type, aggregate_id, \
+const SNAPSHOT_UPSERT: &str = "INSERT INTO snapshots (aggregate_type, aggregate_id, \
      last_sequence, snapshot_version, payload) VALUES ($1, $2, $3, $4, $5) \
      ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET \
      last_sequence = excluded.last_sequence, \
      snapshot_version = excluded.snapshot_version, payload = excluded.payload";
 
-/// Multi-row `INSERT`s of `rows`, as many as SQLite's parameter limit needs.
-pub(super) fn insert_statements<'a, DB: sqlx::Database>(
-    aggregate_type: &'a str,
-    aggregate_id: &'a str,
-    rows: &'a [Row],
-) -> Vec<sqlx::QueryBuilder<'a, DB>>
-where
-    &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-    &'a [u8]: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-{
-    rows.chunks(MAX_ROWS_PER_INSERT)
-        .map(|chunk| insert_statement(aggregate_type, aggregate_id, chunk))
-        .collect()
-}
-
-/// A multi-row `INSERT` of `rows`; the placeholder style follows the pool it runs on.
-fn insert_statement<'a, DB: sqlx::Database>(
-    aggregate_type: &'a str,
-    aggregate_id: &'a str,
-    rows: &'a [Row],
-) -> sqlx::QueryBuilder<'a, DB>
-where
-    &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-    &'a [u8]: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-{
-    let mut builder = sqlx::QueryBuilder::new(
+/// A multi-row `INSERT` of `rows` events, ten parameters each.
+fn insert_sql(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|row| {
+            let params: Vec<String> = (1..=EVENT_PARAMS)
+                .map(|column| format!("${}", row * EVENT_PARAMS + column))
+                .collect();
+            format!("({})", params.join(", "))
+        })
+        .collect();
+    format!(
         "INSERT INTO events (event_id, aggregate_type, aggregate_id, sequence, event_type, \
-         event_version, payload, metadata, prev_hash, hash) ",
-    );
-    builder.push_values(rows, |mut values, row| {
-        values
-            .push_bind(row.event_id.as_str())
-            .push_bind(aggregate_type)
-            .push_bind(aggregate_id)
-            .push_bind(row.sequence)
-            .push_bind(row.event_type.as_str())
-            .push_bind(row.event_version.as_str())
-            .push_bind(row.payload.as_str())
-            .push_bind(row.metadata.as_str())
-            .push_bind(&row.prev_hash[..])
-            .push_bind(&row.hash[..]);
-    });
-    builder
+         event_version, payload, metadata, prev_hash, hash) VALUES {}",
+        values.join(", ")
+    )
 }
 
 /// Stamps the store's metadata, canonicalises and hashes one event.

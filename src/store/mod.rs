@@ -62,3 +62,10 @@ pub enum StoreError {
     #[error("stored event at position {position} is malformed: {what}")]
     Malformed { position: i64, what: &'static str },
 }
+
+impl StoreError {
+    /// Whether another writer took the key first (a stream's sequence).
+    pub(crate) fn is_unique_violation(&self) -> bool {
+        matches!(self, StoreError::Database(sqlx::Error::Database(e)) if e.is_unique_violation())
+    }
+}
