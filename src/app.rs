@@ -87,7 +87,7 @@ impl App {
         let clock = Clock::default();
         let auth = Auth::new(&settings, log.clone(), clock.clone())?;
         let agents = Agents::new(&settings.agents);
-        let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings.agents);
+        let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings);
         Ok(Self {
             settings: Arc::new(settings),
             log,

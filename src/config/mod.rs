@@ -30,6 +30,10 @@ pub struct Settings {
     pub database_max_connections: u32,
     /// `SERVICE_NATS_URL`: NATS JetStream bus; unset means the in-process bus.
     pub nats_url: Option<String>,
+    /// `SERVICE_REPLICA_ID`: this replica's stable name (it holds its debate
+    /// leases under it, so a restart reclaims them at once); unset: a name
+    /// generated once and kept in `SERVICE_DATA_DIR/replica-id`.
+    pub replica_id: Option<String>,
     /// `SERVICE_REQUIRE_DISTRIBUTED` (formerly `SERVICE_REQUIRE_DISTRIBUTED_STATE`):
     /// refuse to start without PostgreSQL and NATS.
     pub require_distributed: bool,
@@ -110,6 +114,7 @@ impl Settings {
             database_url: vars.get("DATABASE_URL").map(Secret::new),
             database_max_connections: vars.positive("SERVICE_DATABASE_MAX_CONNECTIONS", 16)?,
             nats_url: vars.get("SERVICE_NATS_URL"),
+            replica_id: vars.get("SERVICE_REPLICA_ID"),
             require_distributed,
             signing_key: vars.get("SERVICE_SIGNING_KEY").map(Secret::new),
             seal_interval: Duration::from_secs(

@@ -2,64 +2,223 @@
 //! database exactly one drives each debate, and another takes over when the
 //! holder stops renewing (it crashed). The embedded store has one process
 //! and needs none.
+//!
+//! Timing, for `SERVICE_DEBATE_LEASE_SECONDS` = T: a holder renews every
+//! T/4 and a claim lapses T/2 after its last renewal; every replica looks
+//! for lapsed claims every T/4. After a crash the claim lapses within T/2
+//! and the next look (T/4 later at most) takes it: another replica takes
+//! the debate over within 3T/4 plus a database round trip, inside the
+//! documented T. The holder is named after the replica (`SERVICE_REPLICA_ID`
+//! or a name kept in `SERVICE_DATA_DIR`), so a restarted replica reclaims its
+//! own claims at once instead of waiting for them to lapse.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::store::db::{PoolRef, with_pool};
+use sqlx::{PgConnection, PgPool};
+use tokio::sync::{Mutex, OnceCell};
+
+use crate::store::db::PoolRef;
 use crate::store::{EventLog, StoreError};
+
+/// The file in `SERVICE_DATA_DIR` that keeps the replica's generated name.
+const NAME_FILE: &str = "replica-id";
+/// How often, and how far apart, a replica tries to take its name's
+/// advisory lock before choosing a name of its own: a predecessor killed a
+/// moment ago holds it until its database session notices the closed socket.
+const NAME_LOCK_TRIES: u32 = 3;
+const NAME_LOCK_PAUSE: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone)]
 pub struct Leases {
-    log: EventLog,
-    holder: String,
+    pool: PgPool,
+    holder: std::sync::Arc<Holder>,
     ttl: Duration,
 }
 
+/// Who holds this replica's claims: its stable name, once the replica has
+/// made sure no other live process uses the same one.
+#[derive(Debug)]
+struct Holder {
+    configured: Option<String>,
+    data_dir: PathBuf,
+    name: OnceCell<String>,
+    /// The session holding the advisory lock on the name, kept open for the
+    /// life of the process: the lock ends with it, also on a crash.
+    session: Mutex<Option<PgConnection>>,
+}
+
 impl Leases {
-    /// Leases on PostgreSQL; `None` on the embedded store.
-    pub fn for_store(log: &EventLog, ttl: Duration) -> Option<Self> {
-        matches!(log.db().writer(), PoolRef::Postgres(_)).then(|| Self {
-            log: log.clone(),
-            holder: uuid::Uuid::new_v4().to_string(),
+    /// Leases on PostgreSQL; `None` on the embedded store. The holder is
+    /// named `replica_id` when set, else by a name generated once and kept
+    /// in `data_dir`.
+    pub fn for_store(
+        log: &EventLog,
+        ttl: Duration,
+        replica_id: Option<&str>,
+        data_dir: &Path,
+    ) -> Option<Self> {
+        let PoolRef::Postgres(pool) = log.db().writer() else {
+            return None;
+        };
+        Some(Self {
+            pool: pool.clone(),
+            holder: std::sync::Arc::new(Holder {
+                configured: replica_id.map(str::to_owned),
+                data_dir: data_dir.to_owned(),
+                name: OnceCell::new(),
+                session: Mutex::new(None),
+            }),
             ttl,
         })
     }
 
-    pub fn ttl(&self) -> Duration {
+    /// How often a holder renews its claims, and a replica looks for lapsed ones.
+    pub fn renew_every(&self) -> Duration {
+        self.ttl / 4
+    }
+
+    /// How long a claim lasts after its last renewal.
+    fn validity(&self) -> Duration {
+        self.ttl / 2
+    }
+
+    /// How often every unfinished debate is looked for again (a safety net:
+    /// lapsed claims are found by [`Leases::lapsed`] more often).
+    pub fn full_scan_every(&self) -> Duration {
         self.ttl
     }
 
     /// Takes or renews the claim on `debate_id`; false while another holder's claim lasts.
     /// Expiry follows the wall clock: replicas share it, not the service clock tests move.
     pub async fn claim(&self, debate_id: &str) -> Result<bool, StoreError> {
-        let now = chrono::Utc::now().timestamp_millis();
-        let expires = now + i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX / 2);
-        let claimed = with_pool!(self.log.db().writer(), pool => {
-            sqlx::query(
-                "INSERT INTO debate_leases (debate_id, holder, expires_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (debate_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at \
-                 WHERE debate_leases.holder = excluded.holder OR debate_leases.expires_at < $4",
-            )
-            .bind(debate_id)
-            .bind(&self.holder)
-            .bind(expires)
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
+        let holder = self.holder().await?;
+        let now = now_millis();
+        let expires = now + millis(self.validity());
+        let claimed = sqlx::query(
+            "INSERT INTO debate_leases (debate_id, holder, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (debate_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at \
+             WHERE debate_leases.holder = excluded.holder OR debate_leases.expires_at < $4",
+        )
+        .bind(debate_id)
+        .bind(holder)
+        .bind(expires)
+        .bind(now)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
         Ok(claimed == 1)
     }
 
     /// Gives the claim up (the debate finished or paused).
     pub async fn release(&self, debate_id: &str) -> Result<(), StoreError> {
-        with_pool!(self.log.db().writer(), pool => {
-            sqlx::query("DELETE FROM debate_leases WHERE debate_id = $1 AND holder = $2")
-                .bind(debate_id)
-                .bind(&self.holder)
-                .execute(pool)
-                .await?;
-        });
+        let holder = self.holder().await?;
+        sqlx::query("DELETE FROM debate_leases WHERE debate_id = $1 AND holder = $2")
+            .bind(debate_id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
+
+    /// Lets the claim on an unfinished debate lapse now, so that the next
+    /// look of another replica takes it over (a shutdown cut it off).
+    pub async fn hand_over(&self, debate_id: &str) -> Result<(), StoreError> {
+        let holder = self.holder().await?;
+        sqlx::query("UPDATE debate_leases SET expires_at = 0 WHERE debate_id = $1 AND holder = $2")
+            .bind(debate_id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Debates whose claims have lapsed (their holder stopped renewing),
+    /// longest lapsed first.
+    pub async fn lapsed(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT debate_id FROM debate_leases WHERE expires_at < $1 ORDER BY expires_at",
+        )
+        .bind(now_millis())
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Gives the name up (the advisory lock ends with its session), so that
+    /// a successor started meanwhile can take it; called once draining is over.
+    pub async fn retire(&self) {
+        if let Some(session) = self.holder.session.lock().await.take() {
+            let _ = sqlx::Connection::close(session).await;
+        }
+    }
+
+    /// This replica's holder name, settled on first use.
+    async fn holder(&self) -> Result<&str, StoreError> {
+        let holder = &self.holder;
+        let name = holder
+            .name
+            .get_or_try_init(|| async {
+                let stable = match &holder.configured {
+                    Some(name) => name.clone(),
+                    None => kept_name(&holder.data_dir),
+                };
+                self.settle_name(stable).await
+            })
+            .await?;
+        Ok(name.as_str())
+    }
+
+    /// `stable` when this process can hold the advisory lock on it (no other
+    /// live process uses it), else a fresh name: two live processes with one
+    /// name would both think they hold every claim of it.
+    async fn settle_name(&self, stable: String) -> Result<String, StoreError> {
+        let mut session = self.pool.acquire().await?.detach();
+        for attempt in 0..NAME_LOCK_TRIES {
+            let locked: bool =
+                sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
+                    .bind(format!("agon-replica:{stable}"))
+                    .fetch_one(&mut session)
+                    .await?;
+            if locked {
+                *self.holder.session.lock().await = Some(session);
+                return Ok(stable);
+            }
+            if attempt + 1 < NAME_LOCK_TRIES {
+                tokio::time::sleep(NAME_LOCK_PAUSE).await;
+            }
+        }
+        tracing::warn!(
+            replica = %stable,
+            "another live process uses this replica's name (SERVICE_REPLICA_ID or SERVICE_DATA_DIR shared); \
+             using a name of its own, so after a restart its debates resume only once their claims lapse"
+        );
+        Ok(uuid::Uuid::new_v4().to_string())
+    }
+}
+
+/// The name kept in `data_dir`, written on first use; a fresh one when the
+/// directory cannot keep it (then a restart is a new replica).
+fn kept_name(data_dir: &Path) -> String {
+    let path = data_dir.join(NAME_FILE);
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let name = text.trim();
+        if !name.is_empty() {
+            return name.to_owned();
+        }
+    }
+    let name = uuid::Uuid::new_v4().to_string();
+    let written =
+        std::fs::create_dir_all(data_dir).and_then(|()| std::fs::write(&path, format!("{name}\n")));
+    if let Err(e) = written {
+        tracing::warn!(path = %path.display(), error = %e, "cannot keep the replica's name");
+    }
+    name
+}
+
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 2)
 }

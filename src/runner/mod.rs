@@ -5,7 +5,9 @@
 //! It keeps no state the log lacks. At start it looks in the log for every
 //! unfinished debate and continues it from its last recorded contribution;
 //! on PostgreSQL a lease per debate keeps two replicas from driving one
-//! debate, and a replica that stops renewing loses it to the others.
+//! debate, a replica that stops renewing loses it to the others within
+//! `SERVICE_DEBATE_LEASE_SECONDS`, and a restarted replica takes its own
+//! back at once (`lease.rs`).
 
 mod drive;
 mod lease;
@@ -28,7 +30,7 @@ use agon_aggregates::debate::{Debate, DebateStatus};
 use crate::agents::Agents;
 use crate::bus::Consumer;
 use crate::clock::Clock;
-use crate::config::AgentSettings;
+use crate::config::Settings;
 use crate::store::{EventLog, StoreError};
 use lease::Leases;
 
@@ -91,11 +93,17 @@ impl Inner {
 }
 
 impl Runner {
-    pub fn new(log: EventLog, agents: Agents, clock: Clock, settings: &AgentSettings) -> Self {
-        let limit = settings.max_concurrent_debates.max(1);
+    pub fn new(log: EventLog, agents: Agents, clock: Clock, settings: &Settings) -> Self {
+        let limit = settings.agents.max_concurrent_debates.max(1);
+        let leases = Leases::for_store(
+            &log,
+            settings.agents.debate_lease,
+            settings.replica_id.as_deref(),
+            &settings.data_dir,
+        );
         Self {
             inner: Arc::new(Inner {
-                leases: Leases::for_store(&log, settings.debate_lease),
+                leases,
                 log,
                 agents,
                 clock,
@@ -194,7 +202,8 @@ impl Runner {
     }
 
     /// Stops taking debates and waits up to `grace` for running ones to finish;
-    /// those still running then are cut off (they resume at the next start).
+    /// those still running then are cut off: they resume at the next start,
+    /// or on PostgreSQL at once on another replica (their leases lapse now).
     pub async fn drain(&self, grace: Duration) {
         self.inner.accepting.store(false, Ordering::SeqCst);
         self.inner.wake.notify_one();
@@ -206,12 +215,23 @@ impl Runner {
                 "debates still running after the shutdown grace; they resume at the next start"
             );
         }
-        locked(&self.inner.drives).abort_all();
+        let mut drives = std::mem::take(&mut *locked(&self.inner.drives));
+        drives.shutdown().await;
+        if let Some(leases) = &self.inner.leases {
+            let cut_off: Vec<String> = locked(&self.inner.leased).drain().collect();
+            for id in cut_off {
+                if let Err(e) = leases.hand_over(&id).await {
+                    tracing::warn!(debate = %id, error = %e, "cannot hand the debate over");
+                }
+            }
+            leases.retire().await;
+        }
     }
 }
 
-/// Queues unfinished debates from the log; on PostgreSQL again every lease
-/// period, to take over debates whose replica stopped.
+/// Queues unfinished debates from the log: at start, and on PostgreSQL
+/// again every lease period as a safety net (lapsed leases are looked for
+/// more often, by [`take_lapsed`]).
 async fn scan(inner: &Inner) {
     match inner
         .log
@@ -223,16 +243,35 @@ async fn scan(inner: &Inner) {
     }
 }
 
-async fn dispatch(inner: Arc<Inner>, stop: CancellationToken) {
-    scan(&inner).await;
-    let rescan = inner.leases.as_ref().map(Leases::ttl);
-    if let Some(period) = rescan {
-        let (inner, stop) = (inner.clone(), stop.clone());
-        tokio::spawn(async move {
-            while crate::bus::pause(&stop, period).await {
+/// Queues the debates whose leases lapsed (their replica stopped
+/// renewing), so that this replica takes them over when a slot is free.
+async fn take_lapsed(inner: &Inner, leases: &Leases) {
+    match leases.lapsed().await {
+        Ok(ids) => ids.iter().for_each(|id| inner.enqueue(id)),
+        Err(e) => tracing::warn!(error = %e, "cannot list lapsed debate leases"),
+    }
+}
+
+/// On PostgreSQL: looks for lapsed leases every quarter of the lease
+/// period, and for every unfinished debate once per period, until `stop`.
+fn watch_leases(inner: Arc<Inner>, leases: Leases, stop: CancellationToken) {
+    tokio::spawn(async move {
+        let mut since_scan = Duration::ZERO;
+        while crate::bus::pause(&stop, leases.renew_every()).await {
+            since_scan += leases.renew_every();
+            if since_scan >= leases.full_scan_every() {
+                since_scan = Duration::ZERO;
                 scan(&inner).await;
             }
-        });
+            take_lapsed(&inner, &leases).await;
+        }
+    });
+}
+
+async fn dispatch(inner: Arc<Inner>, stop: CancellationToken) {
+    scan(&inner).await;
+    if let Some(leases) = inner.leases.clone() {
+        watch_leases(inner.clone(), leases, stop.clone());
     }
     loop {
         // Wait for work before taking a slot, so that an idle dispatcher
@@ -289,7 +328,8 @@ async fn claim(inner: &Arc<Inner>, id: &str) -> bool {
             true
         }
         Ok(false) => {
-            // Another replica drives it; the rescan looks again later.
+            // Another replica drives it; should it stop, the lapsed lease
+            // brings the debate back.
             inner.forget(id);
             false
         }
@@ -311,22 +351,22 @@ async fn release(inner: &Inner, id: &str) {
 
 /// Drives a claimed debate, renewing the claim meanwhile, then lets it go.
 async fn drive_claimed(inner: Arc<Inner>, id: String) {
+    // Dropped with this future, so that a drive cut off by the shutdown
+    // stops renewing too (and its lease can be handed over).
     let renewal = inner.leases.clone().map(|leases| {
         let (inner, id) = (inner.clone(), id.clone());
-        tokio::spawn(async move {
+        AbortOnDrop(tokio::spawn(async move {
             loop {
-                tokio::time::sleep(leases.ttl() / 3).await;
+                tokio::time::sleep(leases.renew_every()).await;
                 if !matches!(leases.claim(&id).await, Ok(true)) {
                     locked(&inner.leased).remove(&id);
                     return;
                 }
             }
-        })
+        }))
     });
     let result = drive::drive(inner.clone(), id.clone()).await;
-    if let Some(renewal) = renewal {
-        renewal.abort();
-    }
+    drop(renewal);
     release(&inner, &id).await;
     match result {
         Ok(()) | Err(drive::DriveError::LeaseLost) => inner.forget(&id),
@@ -334,6 +374,15 @@ async fn drive_claimed(inner: Arc<Inner>, id: String) {
             tracing::warn!(debate = %id, error = %e, "debate stopped; retrying");
             retry_later(inner, id);
         }
+    }
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -3,6 +3,7 @@
 //! keys; `lifecycle` holds the breaker, the pending queue, and crash-resume
 //! and SIGTERM of the real binary.
 
+mod leases;
 mod lifecycle;
 
 use chrono::{DateTime, Utc};

@@ -207,7 +207,7 @@ impl Binary {
 
 /// Binary environment: the fake, a data directory, and on PostgreSQL a
 /// fresh database and a NATS server.
-async fn binary_env(
+pub(super) async fn binary_env(
     kind: Kind,
     fake: &FakeProvider,
     dir: &tempfile::TempDir,
