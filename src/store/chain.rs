@@ -3,6 +3,12 @@
 //! `hash = SHA-256(prev_hash ‖ JCS({aggregate_type, aggregate_id, sequence,
 //! event_type, event_version, payload, metadata}))`, where JCS is RFC 8785
 //! canonical JSON and `prev_hash` of sequence 1 is 32 zero bytes.
+//!
+//! Canonical JSON orders object members by the UTF-16 code units of their
+//! keys, as RFC 8785 and CHAIN.md say; strings and numbers are written by
+//! `serde_jcs`, whose own member order (by the UTF-8 bytes of the escaped key,
+//! closing quote included) differs for keys outside the BMP and for a key
+//! that is a prefix of another followed by a character below `"`.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -72,7 +78,47 @@ pub fn link(prev_hash: &Hash, canonical: &[u8]) -> Hash {
 
 /// Canonical JSON text of a value: what the store keeps in `payload` and `metadata`.
 pub fn canonical_text(value: &Value) -> Result<String, serde_json::Error> {
-    serde_jcs::to_string(value)
+    let bytes = canonical_json(value)?;
+    // Every piece written is UTF-8: keys and strings come from `str`s.
+    String::from_utf8(bytes).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+/// RFC 8785 canonical JSON bytes of a value.
+pub fn canonical_json(value: &Value) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(128);
+    write_canonical(value, &mut out)?;
+    Ok(out)
+}
+
+fn write_canonical(value: &Value, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    match value {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(members) => {
+            let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
+            sorted.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+            out.push(b'{');
+            for (i, (key, member)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&serde_jcs::to_vec(key)?);
+                out.push(b':');
+                write_canonical(member, out)?;
+            }
+            out.push(b'}');
+        }
+        scalar => out.extend_from_slice(&serde_jcs::to_vec(scalar)?),
+    }
+    Ok(())
 }
 
 /// Reads a stored 32-byte hash; `None` when the stored value has another length.
@@ -127,7 +173,7 @@ mod tests {
         });
         assert_eq!(
             f.canonical_bytes().unwrap(),
-            serde_jcs::to_vec(&whole).unwrap()
+            canonical_json(&whole).unwrap()
         );
     }
 
@@ -153,5 +199,36 @@ mod tests {
         let text = canonical_text(&value).unwrap();
         let reparsed: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(canonical_text(&reparsed).unwrap(), text);
+    }
+
+    #[test]
+    fn members_sort_by_utf16_code_units_not_code_points() {
+        // U+1F600 is above U+FB01 as a code point, but its first UTF-16 unit
+        // (0xD83D) is below 0xFB01: RFC 8785 puts the emoji first.
+        let weights = json!({"demo-\u{FB01}": 1, "demo-\u{1F600}": 2, "demo-a": 3});
+        assert_eq!(
+            canonical_text(&weights).unwrap(),
+            "{\"demo-a\":3,\"demo-\u{1F600}\":2,\"demo-\u{FB01}\":1}"
+        );
+        assert_ne!(
+            canonical_text(&weights).unwrap(),
+            serde_jcs::to_string(&weights).unwrap(),
+            "the two orders differ for this input"
+        );
+    }
+
+    #[test]
+    fn a_key_sorts_before_the_keys_it_prefixes() {
+        let value = json!({"a!": 2, "a": 1, "a\n": 3, "b": {"y": [1, {"x": null}], "x": 0.5}});
+        assert_eq!(
+            canonical_text(&value).unwrap(),
+            r#"{"a":1,"a\n":3,"a!":2,"b":{"x":0.5,"y":[1,{"x":null}]}}"#
+        );
+    }
+
+    #[test]
+    fn controls_are_escaped_in_lower_case_hex_and_del_is_not() {
+        let text = canonical_text(&json!("\u{1}\u{1f}\u{8}\u{7f}\u{2028}/")).unwrap();
+        assert_eq!(text, "\"\\u0001\\u001f\\b\u{7f}\u{2028}/\"");
     }
 }

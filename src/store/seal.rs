@@ -11,7 +11,7 @@ use chrono::{SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::chain::{GENESIS, Hash};
+use super::chain::{GENESIS, Hash, canonical_json};
 use super::db::with_pool;
 use super::{EventLog, StoreError, merkle};
 use crate::crypto::signing::SealKey;
@@ -50,7 +50,7 @@ pub struct StoredSeal {
 
 impl SealBody {
     pub fn canonical_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
-        serde_jcs::to_vec(self)
+        canonical_json(&serde_json::to_value(self)?)
     }
 }
 
