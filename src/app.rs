@@ -74,7 +74,7 @@ impl App {
         )?;
         let log = EventLog::new(db);
         let bus = match &settings.nats_url {
-            Some(url) => Bus::Nats(Box::new(NatsBus::connect(url).await?)),
+            Some(url) => Bus::Nats(Box::new(NatsBus::open(url, &log, &settings).await?)),
             None => Bus::Local(LocalBus::new(log.backend())),
         };
         let limiter = RateLimiter::new(&settings.rate_limits)?;

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::store::{EventLog, StoreError};
 
 pub use local::LocalBus;
-pub use nats::NatsBus;
+pub use nats::{Identity, NatsBus};
 
 #[derive(Debug, Error)]
 pub enum BusError {
@@ -31,6 +31,8 @@ pub enum BusError {
     Nats(String),
     #[error("event message is not a valid event record: {0}")]
     BadMessage(#[from] serde_json::Error),
+    #[error("{what} {value:?} is not 1 to 32 of A-Z, a-z, 0-9, _ and -")]
+    BadName { what: &'static str, value: String },
 }
 
 /// Something that reacts to committed events: a projection, a reactor, a pusher.

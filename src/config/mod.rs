@@ -34,6 +34,10 @@ pub struct Settings {
     /// leases under it, so a restart reclaims them at once); unset: a name
     /// generated once and kept in `SERVICE_DATA_DIR/replica-id`.
     pub replica_id: Option<String>,
+    /// `SERVICE_DEPLOYMENT_ID`: names this deployment's NATS stream, subjects
+    /// and consumers (1 to 32 of `A-Za-z0-9_-`); unset: generated at the
+    /// first start with NATS and kept in the database.
+    pub deployment_id: Option<String>,
     /// `SERVICE_REQUIRE_DISTRIBUTED` (formerly `SERVICE_REQUIRE_DISTRIBUTED_STATE`):
     /// refuse to start without PostgreSQL and NATS.
     pub require_distributed: bool,
@@ -115,6 +119,7 @@ impl Settings {
             database_max_connections: vars.positive("SERVICE_DATABASE_MAX_CONNECTIONS", 16)?,
             nats_url: vars.get("SERVICE_NATS_URL"),
             replica_id: vars.get("SERVICE_REPLICA_ID"),
+            deployment_id: nats_name(&vars, "SERVICE_DEPLOYMENT_ID")?,
             require_distributed,
             signing_key: vars.get("SERVICE_SIGNING_KEY").map(Secret::new),
             seal_interval: Duration::from_secs(
@@ -157,6 +162,20 @@ impl Settings {
             ));
         }
         Ok(())
+    }
+}
+
+/// A name NATS can carry in stream names and subject tokens, or unset.
+fn nats_name<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+    variable: &'static str,
+) -> Result<Option<String>, ConfigError> {
+    match vars.get(variable) {
+        Some(value) if !crate::bus::nats::valid_name(&value) => Err(ConfigError::new(
+            variable,
+            format!("must be 1 to 32 of A-Z, a-z, 0-9, _ and -, not {value:?}"),
+        )),
+        value => Ok(value),
     }
 }
 
