@@ -1,6 +1,9 @@
 //! `agon debate`: runs one debate from the command line, on the local store
-//! (the service's own runner, in process) or against a running service, with
-//! a live progress line per contribution and the consensus at the end.
+//! (the service's own runner, in process, sealing what it wrote) or against
+//! a running service (`remote.rs`), with a live progress line per
+//! contribution, failed agent and stage, and the consensus at the end.
+
+mod remote;
 
 use std::io::Write;
 use std::time::Duration;
@@ -16,7 +19,9 @@ use crate::debates::{self, NewDebate};
 use crate::http::debates::views::DebateDetail;
 use crate::projection::Documents;
 
-/// How often progress is looked at.
+pub use remote::run_remote;
+
+/// How often progress on the local store is looked at (a local read).
 const POLL: Duration = Duration::from_millis(100);
 
 /// What `agon debate` was asked.
@@ -40,20 +45,27 @@ pub enum CliError {
     Failed(String),
     #[error("cannot reach {url}: {cause}")]
     Unreachable { url: String, cause: String },
+    #[error("the debate's events could not be sealed: {0}")]
+    Seal(String),
 }
 
-/// Prints each contribution not yet printed, from a debate detail as JSON.
+/// Prints, from a debate detail as JSON, what was not printed yet: each
+/// contribution, each failed agent, the stage under way (rounds, then the
+/// synthesis and the vote), the synthesis, and the votes at the end.
 #[derive(Debug, Default)]
 struct Progress {
     printed: usize,
-    last_status: String,
+    failures: usize,
+    stage: String,
+    synthesis: bool,
+    votes: bool,
 }
 
 impl Progress {
     fn show(&mut self, detail: &Value) {
         let empty = Vec::new();
-        let messages = detail["messages"].as_array().unwrap_or(&empty);
         let mut err = std::io::stderr().lock();
+        let messages = detail["messages"].as_array().unwrap_or(&empty);
         for message in messages.iter().skip(self.printed) {
             let _ = writeln!(
                 err,
@@ -66,12 +78,64 @@ impl Progress {
             );
         }
         self.printed = self.printed.max(messages.len());
-        let status = detail["status"].as_str().unwrap_or("").to_owned();
-        if status != self.last_status {
-            let phase = detail["current_phase"].as_str().unwrap_or("-");
-            let _ = writeln!(err, "[{status}] phase {phase}");
-            self.last_status = status;
+        let failures = detail["failures"].as_array().unwrap_or(&empty);
+        for failure in failures.iter().skip(self.failures) {
+            let _ = writeln!(
+                err,
+                "  FAILED {} in round {} ({}): {}: {}",
+                failure["agent"].as_str().unwrap_or(""),
+                failure["round"],
+                failure["phase"].as_str().unwrap_or(""),
+                failure["code"].as_str().unwrap_or(""),
+                failure["error"].as_str().unwrap_or(""),
+            );
         }
+        self.failures = self.failures.max(failures.len());
+        if !self.synthesis && detail["synthesis"].is_object() {
+            self.synthesis = true;
+            let synthesis = &detail["synthesis"];
+            let _ = writeln!(
+                err,
+                "  synthesis by {}: {}",
+                synthesis["agent"].as_str().unwrap_or(""),
+                first_line(synthesis["summary"].as_str().unwrap_or("")),
+            );
+        }
+        let votes = detail["consensus"]["votes"].as_array().unwrap_or(&empty);
+        if !self.votes && !votes.is_empty() {
+            self.votes = true;
+            for vote in votes {
+                let _ = writeln!(
+                    err,
+                    "  vote · {:<16} {} (confidence {:.2})",
+                    vote["agent"].as_str().unwrap_or(""),
+                    vote["choice"].as_str().unwrap_or(""),
+                    vote["confidence"].as_f64().unwrap_or(0.0),
+                );
+            }
+        }
+        let status = detail["status"].as_str().unwrap_or("");
+        let stage = match (detail["current_phase"].as_str(), &detail["current_round"]) {
+            (Some(phase @ ("synthesis" | "vote")), _) => format!("[{status}] {phase}"),
+            (Some(phase), Value::Number(round)) => {
+                format!("[{status}] phase {phase} (round {round})")
+            }
+            (Some(phase), _) => format!("[{status}] phase {phase}"),
+            (None, _) => format!("[{status}]"),
+        };
+        if stage != self.stage {
+            let _ = writeln!(err, "{stage}");
+            self.stage = stage;
+        }
+    }
+}
+
+/// The first line of `text`, cut to 100 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    match line.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
     }
 }
 
@@ -178,76 +242,19 @@ pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError>
         }
     }
     .await;
+    // What this run committed is sealed before the store closes, so that
+    // `agon verify` finds nothing unsealed after it (the service seals on
+    // a timer; a one-off command has none).
+    let sealed = app.log.seal_now(&app.seal_key).await;
     stop.cancel();
     app.finish(tasks).await;
+    match sealed {
+        Ok(Some(seal)) => eprintln!(
+            "seal {} covers {} events",
+            seal.seal_number, seal.event_count
+        ),
+        Ok(None) => {}
+        Err(e) => return outcome.and(Err(CliError::Seal(e.to_string()))),
+    }
     outcome
-}
-
-/// Runs the debate on a running service at `server`, with `token` as its bearer credential.
-pub async fn run_remote(
-    server: &str,
-    token: Option<&str>,
-    request: DebateRequest,
-) -> Result<(), CliError> {
-    let base = server.trim_end_matches('/');
-    let client = reqwest::Client::new();
-    let unreachable = |e: reqwest::Error| CliError::Unreachable {
-        url: base.to_owned(),
-        cause: e.to_string(),
-    };
-    let with_token = |builder: reqwest::RequestBuilder| match token {
-        Some(token) => builder.bearer_auth(token),
-        None => builder,
-    };
-    let mut body = serde_json::json!({"topic": request.topic, "agents": request.agents});
-    for (key, value) in [
-        ("rounds", request.rounds.map(Value::from)),
-        ("context", request.context.clone().map(Value::from)),
-        ("consensus", request.consensus.clone().map(Value::from)),
-    ] {
-        if let Some(value) = value {
-            body[key] = value;
-        }
-    }
-    if let Some(threshold) = request.threshold {
-        body["protocol"] = serde_json::json!({"consensus_threshold": threshold});
-    }
-    let response = with_token(client.post(format!("{base}/api/v1/debates")))
-        .json(&body)
-        .send()
-        .await
-        .map_err(unreachable)?;
-    let status = response.status();
-    let created: Value = response.json().await.map_err(unreachable)?;
-    if !status.is_success() {
-        return Err(CliError::Refused(format!(
-            "the service refused the debate ({status}): {}",
-            created["error"]["message"]
-                .as_str()
-                .or(created["error"].as_str())
-                .unwrap_or("")
-        )));
-    }
-    let id = created["id"].as_str().unwrap_or_default().to_owned();
-    eprintln!("debate {id} on {server}");
-    let mut progress = Progress::default();
-    loop {
-        let detail: Value = with_token(client.get(format!("{base}/api/v1/debates/{id}")))
-            .send()
-            .await
-            .map_err(unreachable)?
-            .json()
-            .await
-            .map_err(unreachable)?;
-        progress.show(&detail);
-        match detail["status"].as_str() {
-            Some("completed" | "failed") => return conclude(&detail, request.json),
-            Some("paused") => return Err(CliError::Failed("the debate was paused".to_owned())),
-            Some(_) => {}
-            None => {
-                return Err(CliError::Failed(format!("unexpected answer: {detail}")));
-            }
-        }
-        tokio::time::sleep(POLL * 2).await;
-    }
 }

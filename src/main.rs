@@ -100,8 +100,11 @@ fn main() -> ExitCode {
         Err(e) => return fail(&e),
     };
     init_logging(&settings);
-    for warning in &settings.warnings {
-        tracing::warn!("{warning}");
+    // Start-up warnings concern the service; the other commands keep quiet.
+    if matches!(cli.command, Command::Serve { .. }) {
+        for warning in &settings.warnings {
+            tracing::warn!("{warning}");
+        }
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

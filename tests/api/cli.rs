@@ -229,3 +229,86 @@ async fn debate_command_runs_a_demo_debate() {
     );
     app.stop.cancel();
 }
+
+/// `agon debate` on the local store seals what it wrote: `agon verify`
+/// right after it finds every event sealed, on either back end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn local_debate_seals_what_it_wrote() {
+    for kind in [Kind::Sqlite, Kind::Postgres] {
+        let dir = tempfile::tempdir().unwrap();
+        let database = match kind {
+            Kind::Sqlite => None,
+            Kind::Postgres => Some(crate::support::fresh_postgres_database().await),
+        };
+        let run = |args: &[&str]| {
+            let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"));
+            command
+                .args(args)
+                .env_clear()
+                .env("SERVICE_DATA_DIR", dir.path())
+                .kill_on_drop(true);
+            if let Some(url) = &database {
+                command.env("DATABASE_URL", url);
+            }
+            let output = command.output();
+            async move {
+                tokio::time::timeout(std::time::Duration::from_secs(60), output)
+                    .await
+                    .expect("agon never ended")
+                    .unwrap()
+            }
+        };
+        let debate = run(&["debate", "Sealed topic", "--rounds", "1", "--json"]).await;
+        assert!(debate.status.success(), "{kind:?}: {debate:?}");
+        let stderr = String::from_utf8_lossy(&debate.stderr);
+        assert!(stderr.contains("seal 1 covers "), "{kind:?}: {stderr}");
+
+        let verify = run(&["verify", "--json"]).await;
+        assert!(verify.status.success(), "{kind:?}: {verify:?}");
+        let report: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
+        assert_eq!(report["unsealed_events"], 0, "{kind:?}: {report}");
+        assert_eq!(report["seals_checked"], 1, "{kind:?}: {report}");
+        assert!(report["events_checked"].as_u64().unwrap() > 0, "{report}");
+    }
+}
+
+/// Configuration warnings (here a deprecated variable name) are the
+/// service's: `agon serve` logs them, the other commands do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_serve_prints_configuration_warnings() {
+    use tokio::io::AsyncBufReadExt;
+
+    let deprecated = ("SERVICE_REQUIRE_DISTRIBUTED_STATE", "false");
+    let warning = "SERVICE_REQUIRE_DISTRIBUTED_STATE is deprecated";
+    let replay = run_with(&[deprecated], &["replay", "--projection", "admin_stats"]);
+    assert!(replay.status.success(), "{replay:?}");
+    let stderr = String::from_utf8_lossy(&replay.stderr);
+    assert!(!stderr.contains(warning), "{stderr}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let port = crate::support::free_port().to_string();
+    let ws_port = crate::support::free_port().to_string();
+    let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
+        .args(["serve", "--host", "127.0.0.1", "--api-port", &port])
+        .args(["--ws-port", &ws_port])
+        .env_clear()
+        .env("SERVICE_DATA_DIR", dir.path())
+        .env(deprecated.0, deprecated.1)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(serve.stderr.take().unwrap()).lines();
+    let found = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains(warning) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(found, Ok(true), "agon serve did not log the warning");
+    serve.kill().await.unwrap();
+}

@@ -5,6 +5,7 @@
 
 mod leases;
 mod lifecycle;
+mod remote_cli;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
