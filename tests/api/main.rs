@@ -14,6 +14,7 @@ mod debates;
 mod docs;
 mod feed;
 mod nats;
+mod nats_deploy;
 mod platform;
 mod providers;
 mod ratelimit;
