@@ -13,8 +13,8 @@ use crate::nats::consumer_names;
 use crate::serve::spawn_with;
 use crate::support::accounts::{call, register};
 use crate::support::{
-    Kind, LoopbackServer, TEST_TOKEN, free_port, fresh_postgres_database, wait_for_port,
-    write_concurrently,
+    Kind, LoopbackServer, TEST_TOKEN, free_port, fresh_postgres_database, on_both_backends,
+    wait_for_port, write_concurrently,
 };
 
 /// Every consumer a service runs: the projections and the debate runner.
@@ -58,15 +58,28 @@ async fn deployment_id(log: &EventLog) -> String {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_deployments_on_one_nats_server_each_see_only_their_own() {
+on_both_backends! {
+    two_deployments_on_one_nats_server_each_see_only_their_own => two_deployments_on_one_nats_server_each_see_only_their_own;
+}
+
+/// The deployment id the app runs under.
+fn running_deployment(app: &agon::app::App) -> String {
+    let agon::bus::Bus::Nats(bus) = &app.bus else {
+        panic!("not on NATS")
+    };
+    bus.identity().deployment().to_owned()
+}
+
+async fn two_deployments_on_one_nats_server_each_see_only_their_own(kind: Kind) {
     let server = LoopbackServer::nats().await;
     let url = server.url();
     let mut vars = crate::auth::ROOMY.to_vec();
     vars.push(("SERVICE_RATE_LIMIT_DEBATE_CREATE", "1000000"));
     vars.push(("SERVICE_NATS_URL", &url));
-    let a = spawn_with(Kind::Postgres, &vars).await;
-    let b = spawn_with(Kind::Postgres, &vars).await;
+    let a = spawn_with(kind, &vars).await;
+    // One generated and kept in its database, one given.
+    vars.push(("SERVICE_DEPLOYMENT_ID", "blue"));
+    let b = spawn_with(kind, &vars).await;
 
     let demo = |topic: &str| json!({"topic": topic, "agents": ["demo-a", "demo-b", "demo-c"], "rounds": 1});
     for (base, topics) in [(&a.base, &["a1", "a2"][..]), (&b.base, &["b1"][..])] {
@@ -120,12 +133,10 @@ async fn two_deployments_on_one_nats_server_each_see_only_their_own() {
             .is_some()
     );
 
-    // Each on a stream of its own, named after its stored id.
-    let (a_id, b_id) = (
-        deployment_id(&a.app.log).await,
-        deployment_id(&b.app.log).await,
-    );
+    // Each on a stream of its own, named after its id.
+    let (a_id, b_id) = (running_deployment(&a.app), running_deployment(&b.app));
     assert_ne!(a_id, b_id);
+    assert_eq!(b_id, "blue");
     for id in [&a_id, &b_id] {
         let names = consumer_names(&url, &format!("AGON_{id}_EVENTS")).await;
         assert_eq!(names.len(), CONSUMERS, "{names:?}");
