@@ -21,11 +21,15 @@ use tokio::sync::{Mutex, OnceCell};
 use crate::store::db::PoolRef;
 use crate::store::{EventLog, StoreError};
 
-/// The file in `SERVICE_DATA_DIR` that keeps the replica's generated name.
+/// The file in `SERVICE_DATA_DIR` that keeps the replica's generated name;
+/// replicas sharing the directory keep theirs in `replica-id-2`, `-3`, ...
 const NAME_FILE: &str = "replica-id";
-/// How often, and how far apart, a replica tries to take its name's
-/// advisory lock before choosing a name of its own: a predecessor killed a
-/// moment ago holds it until its database session notices the closed socket.
+/// How many names one data directory keeps; replicas beyond take a fresh
+/// name at each start.
+const NAME_SLOTS: usize = 16;
+/// How often, and how far apart, a replica tries to take a name's advisory
+/// lock before choosing a name of its own: a predecessor killed a moment
+/// ago holds it until its database session notices the closed socket.
 const NAME_LOCK_TRIES: u32 = 3;
 const NAME_LOCK_PAUSE: Duration = Duration::from_millis(100);
 
@@ -155,64 +159,91 @@ impl Leases {
     /// This replica's holder name, settled on first use.
     async fn holder(&self) -> Result<&str, StoreError> {
         let holder = &self.holder;
-        let name = holder
-            .name
-            .get_or_try_init(|| async {
-                let stable = match &holder.configured {
-                    Some(name) => name.clone(),
-                    None => kept_name(&holder.data_dir),
-                };
-                self.settle_name(stable).await
-            })
-            .await?;
+        let name = holder.name.get_or_try_init(|| self.settle_name()).await?;
         Ok(name.as_str())
     }
 
-    /// `stable` when this process can hold the advisory lock on it (no other
-    /// live process uses it), else a fresh name: two live processes with one
-    /// name would both think they hold every claim of it.
-    async fn settle_name(&self, stable: String) -> Result<String, StoreError> {
+    /// The first of this replica's stable names (`SERVICE_REPLICA_ID`, else
+    /// the names kept in the data directory) whose advisory lock this
+    /// process can take, so that no other live process uses it; else a
+    /// fresh name: two live processes with one name would both think they
+    /// hold every claim of it.
+    async fn settle_name(&self) -> Result<String, StoreError> {
         let mut session = self.pool.acquire().await?.detach();
+        let slots = if self.holder.configured.is_some() {
+            1
+        } else {
+            NAME_SLOTS
+        };
         for attempt in 0..NAME_LOCK_TRIES {
-            let locked: bool =
-                sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
-                    .bind(format!("agon-replica:{stable}"))
-                    .fetch_one(&mut session)
-                    .await?;
-            if locked {
-                *self.holder.session.lock().await = Some(session);
-                return Ok(stable);
-            }
-            if attempt + 1 < NAME_LOCK_TRIES {
+            if attempt > 0 {
                 tokio::time::sleep(NAME_LOCK_PAUSE).await;
+            }
+            for slot in 0..slots {
+                let name = match &self.holder.configured {
+                    Some(name) => name.clone(),
+                    None => kept_name(&self.holder.data_dir, slot),
+                };
+                let locked: bool =
+                    sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
+                        .bind(format!("agon-replica:{name}"))
+                        .fetch_one(&mut session)
+                        .await?;
+                if locked {
+                    *self.holder.session.lock().await = Some(session);
+                    return Ok(name);
+                }
             }
         }
         tracing::warn!(
-            replica = %stable,
-            "another live process uses this replica's name (SERVICE_REPLICA_ID or SERVICE_DATA_DIR shared); \
+            "another live process uses this replica's name (SERVICE_REPLICA_ID shared, or every name kept in SERVICE_DATA_DIR taken); \
              using a name of its own, so after a restart its debates resume only once their claims lapse"
         );
         Ok(uuid::Uuid::new_v4().to_string())
     }
 }
 
-/// The name kept in `data_dir`, written on first use; a fresh one when the
-/// directory cannot keep it (then a restart is a new replica).
-fn kept_name(data_dir: &Path) -> String {
-    let path = data_dir.join(NAME_FILE);
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let name = text.trim();
-        if !name.is_empty() {
-            return name.to_owned();
-        }
+/// The name kept in slot `slot` of `data_dir`, written on first use; a
+/// fresh one when the directory cannot keep it (then a restart is a new
+/// replica).
+fn kept_name(data_dir: &Path, slot: usize) -> String {
+    let path = match slot {
+        0 => data_dir.join(NAME_FILE),
+        n => data_dir.join(format!("{NAME_FILE}-{}", n + 1)),
+    };
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|text| text.trim().to_owned())
+            .filter(|name| !name.is_empty())
+    };
+    if let Some(name) = read(&path) {
+        return name;
     }
     let name = uuid::Uuid::new_v4().to_string();
-    let written =
-        std::fs::create_dir_all(data_dir).and_then(|()| std::fs::write(&path, format!("{name}\n")));
-    if let Err(e) = written {
-        tracing::warn!(path = %path.display(), error = %e, "cannot keep the replica's name");
+    // Created only if absent, so that of two processes starting together
+    // both end up with the name on disk.
+    let created = std::fs::create_dir_all(data_dir).and_then(|()| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        std::io::Write::write_all(&mut file, format!("{name}\n").as_bytes())
+    });
+    match created {
+        Ok(()) => name,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            read(&path).unwrap_or_else(|| {
+                // Left empty by a crash between creating and writing it.
+                let _ = std::fs::write(&path, format!("{name}\n"));
+                name
+            })
+        }
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot keep the replica's name");
+            name
+        }
     }
-    name
 }
 
 fn now_millis() -> i64 {

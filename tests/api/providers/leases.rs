@@ -125,23 +125,35 @@ async fn a_restarted_replica_resumes_its_own_debate_at_once() {
 /// takes a name of its own, so it does not drive the first one's debate
 /// too (every turn is asked once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_live_processes_with_one_name_never_drive_one_debate() {
+async fn two_live_processes_with_one_replica_id_never_drive_one_debate() {
+    two_live_processes_never_drive_one_debate(true).await;
+}
+
+/// Two live processes sharing one data directory: the second keeps a name
+/// of its own there (`replica-id-2`), so it does not drive the first one's
+/// debate too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_live_processes_sharing_a_data_directory_never_drive_one_debate() {
+    two_live_processes_never_drive_one_debate(false).await;
+}
+
+async fn two_live_processes_never_drive_one_debate(one_replica_id: bool) {
     let fake = FakeProvider::start().await;
     fake.script(|_| Behavior::slow(300));
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (env, _nats) = binary_env(Kind::Postgres, &fake, &dir_a, &[]).await;
-    let env = and(
-        &env,
-        &[
-            ("SERVICE_DEBATE_LEASE_SECONDS", "30"),
-            ("SERVICE_REPLICA_ID", "replica-one"),
-        ],
-    );
+    let mut env = and(&env, &[("SERVICE_DEBATE_LEASE_SECONDS", "30")]);
+    let env_b = if one_replica_id {
+        env = and(&env, &[("SERVICE_REPLICA_ID", "replica-one")]);
+        and(&env, &[("SERVICE_DATA_DIR", dir_of(&dir_b))])
+    } else {
+        env.clone()
+    };
     let c = client();
     let mut a = Binary::start(&env).await;
     let id = create_debate(&c, &a.base, &AGENTS, 2).await;
     wait_debate(&c, &a.base, &id, |d| !list(&d["messages"]).is_empty()).await;
-    let mut b = Binary::start(&and(&env, &[("SERVICE_DATA_DIR", dir_of(&dir_b))])).await;
+    let mut b = Binary::start(&env_b).await;
     let detail = wait_finished(&c, &b.base, &id).await;
     assert_eq!(detail["status"], "completed", "{detail}");
     let counts = fake.turn_counts();
@@ -149,6 +161,11 @@ async fn two_live_processes_with_one_name_never_drive_one_debate() {
         counts.values().all(|n| *n == 1),
         "a turn asked twice: {counts:?}"
     );
+    if !one_replica_id {
+        let first = std::fs::read_to_string(dir_a.path().join("replica-id")).unwrap();
+        let second = std::fs::read_to_string(dir_a.path().join("replica-id-2")).unwrap();
+        assert_ne!(first, second);
+    }
     assert!(a.terminate().await.success());
     assert!(b.terminate().await.success());
 }
