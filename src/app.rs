@@ -19,6 +19,7 @@ use crate::crypto::signing::{KeyError, SealKey};
 use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
 use crate::runner::Runner;
+use crate::store::seal::MAX_EVENTS_PER_SEAL;
 use crate::store::{Db, EventLog, StoreError};
 use crate::{http, projection};
 
@@ -119,14 +120,17 @@ impl App {
         Ok(tasks)
     }
 
-    /// Lets running debates finish (up to the shutdown grace), then waits
-    /// for the background tasks and closes the store.
+    /// Lets running debates finish (up to the shutdown grace), waits for
+    /// the background tasks, seals what they wrote and closes the store.
     pub async fn finish(&self, tasks: Vec<JoinHandle<()>>) {
         self.runner.drain(self.settings.agents.shutdown_grace).await;
         for task in tasks {
             // A task that panicked has already reported it; the others finish.
             let _ = task.await;
         }
+        // Nothing of this process writes any more: sealing now leaves a run
+        // shorter than the seal interval, or one stopped by SIGTERM, sealed.
+        seal_backlog(&self.log, &self.seal_key).await;
         self.log.db().close().await;
     }
 
@@ -159,26 +163,43 @@ impl App {
     }
 }
 
-/// Seals new events every `interval` until `stop`.
+/// Seals new events at once (what earlier runs left unsealed), then every
+/// `interval` until `stop`.
 async fn run_sealer(
     log: EventLog,
     key: SealKey,
     interval: std::time::Duration,
     stop: CancellationToken,
 ) {
+    // The first tick is immediate.
     let mut ticker = tokio::time::interval(interval);
-    ticker.tick().await;
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             _ = ticker.tick() => {}
         }
-        match log.seal_now(&key).await {
+        seal_backlog(&log, &key).await;
+    }
+}
+
+/// Seals everything committed so far, in as many seals as the backlog needs.
+/// Failures are logged: the next attempt seals the same events.
+async fn seal_backlog(log: &EventLog, key: &SealKey) {
+    loop {
+        match log.seal_now(key).await {
             Ok(Some(seal)) => {
-                tracing::info!(seal = seal.seal_number, events = seal.event_count, "sealed")
+                tracing::info!(seal = seal.seal_number, events = seal.event_count, "sealed");
+                // A full seal may have left more behind; a partial one took all.
+                if usize::try_from(seal.event_count).ok() != Some(MAX_EVENTS_PER_SEAL) {
+                    return;
+                }
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "sealing failed; will retry"),
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "sealing failed; will retry");
+                return;
+            }
         }
     }
 }

@@ -27,3 +27,4 @@ pub mod mail;
 pub mod projection;
 pub mod runner;
 pub mod store;
+pub mod verify_cli;

@@ -7,6 +7,7 @@ use agon::app::App;
 use agon::cli;
 use agon::config::Settings;
 use agon::projection;
+use agon::verify_cli;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -32,14 +33,25 @@ enum Command {
         #[arg(long, default_value = "0.0.0.0")]
         host: String,
     },
-    /// Check every stream's hash chain and every seal; exit 1 at the first break.
+    /// Check every stream's hash chain and every seal; exit 1 at the first
+    /// break, 2 when there is no store to check.
     Verify {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Check seals against this published hex public key only (no key file needed).
+        #[arg(long, value_name = "HEX")]
+        public_key: Option<String>,
+        /// A seal saved earlier (`agon seal --json`) that the log must still hold.
+        #[arg(long, value_name = "FILE")]
+        expect_seal: Option<std::path::PathBuf>,
     },
     /// Seal the events committed since the last seal, now.
-    Seal,
+    Seal {
+        /// Print the newest seal as JSON, to save for `agon verify --expect-seal`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Rebuild read models from the whole log.
     Replay {
         /// One projection by name; all when omitted.
@@ -123,6 +135,9 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
         let outcome = cli::run_remote(server, args.token.as_deref(), debate_request(args)).await;
         return debate_exit(outcome);
     }
+    if let Some(exit) = inspect(&command, &settings).await {
+        return exit;
+    }
     let app = match App::build(settings).await {
         Ok(app) => app,
         Err(e) => return fail(&e),
@@ -133,30 +148,42 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
             ws_port,
             host,
         } => serve(app, &host, api_port, ws_port).await,
-        Command::Verify { json } => verify(&app, json).await,
-        Command::Seal => match app.log.seal_now(&app.seal_key).await {
-            Ok(Some(seal)) => {
-                println!(
-                    "seal {} covers {} events",
-                    seal.seal_number, seal.event_count
-                );
-                ExitCode::SUCCESS
-            }
-            Ok(None) => {
-                println!("nothing to seal");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e),
-        },
         Command::Replay { projection } => replay(&app, projection).await,
         Command::Debate(args) => debate_exit(cli::run_local(app, debate_request(&args)).await),
+        // Run by `inspect` before the app, whose start would create a store and key.
+        Command::Verify { .. } | Command::Seal { .. } | Command::Keys { .. } => ExitCode::from(2),
+    }
+}
+
+/// Runs the commands that inspect or seal an existing store without
+/// building the app; `None` for the others.
+async fn inspect(command: &Command, settings: &Settings) -> Option<ExitCode> {
+    let outcome = match command {
+        Command::Verify {
+            json,
+            public_key,
+            expect_seal,
+        } => {
+            let request = verify_cli::VerifyRequest {
+                json: *json,
+                public_key: public_key.clone(),
+                expect_seal: expect_seal.clone(),
+            };
+            match verify_cli::verify(settings, &request).await {
+                Ok(true) => Ok(ExitCode::SUCCESS),
+                Ok(false) => Ok(ExitCode::FAILURE),
+                Err(e) => Err(e),
+            }
+        }
+        Command::Seal { json } => verify_cli::seal(settings, *json)
+            .await
+            .map(|()| ExitCode::SUCCESS),
         Command::Keys {
             command: KeysCommand::Public,
-        } => {
-            println!("{}", app.seal_key.public_hex());
-            ExitCode::SUCCESS
-        }
-    }
+        } => verify_cli::keys_public(settings).map(|()| ExitCode::SUCCESS),
+        _ => return None,
+    };
+    Some(outcome.unwrap_or_else(|e| fail(&e)))
 }
 
 /// What `agon debate` was asked (its flags other than where it runs).
@@ -201,34 +228,6 @@ async fn serve(app: App, host: &str, api_port: u16, ws_port: u16) -> ExitCode {
     match app.run(listener, stop).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
-    }
-}
-
-async fn verify(app: &App, json: bool) -> ExitCode {
-    let report = match app.log.verify(&app.seal_key.public_hex()).await {
-        Ok(report) => report,
-        Err(e) => return fail(&e),
-    };
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
-    } else if let Some(problem) = &report.problem {
-        println!("BROKEN: {problem}");
-    } else {
-        println!(
-            "intact: {} events in {} streams, {} seals, {} events not sealed yet",
-            report.events_checked,
-            report.streams_checked,
-            report.seals_checked,
-            report.unsealed_events
-        );
-    }
-    if report.intact() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
     }
 }
 

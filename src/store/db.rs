@@ -131,6 +131,77 @@ impl Db {
         Ok(Db::Postgres(pool))
     }
 
+    /// Opens the SQLite store in `data_dir` only if its `agon.db` exists and
+    /// holds an event log; `None` otherwise. It creates nothing and runs no
+    /// migrations, so inspecting a mistyped data directory leaves no empty
+    /// store behind. `read_only` opens every connection read-only.
+    pub async fn open_sqlite_existing(
+        data_dir: &Path,
+        read_only: bool,
+    ) -> Result<Option<Db>, StoreError> {
+        let file = data_dir.join("agon.db");
+        if !file.is_file() {
+            return Ok(None);
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(&file)
+            .create_if_missing(false)
+            .read_only(read_only)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(2)
+            .connect_with(options.read_only(true))
+            .await?;
+        let db = Db::Sqlite {
+            writer,
+            reader,
+            wal: Arc::new(data_dir.join("agon.db-wal")),
+        };
+        db.holding_log().await
+    }
+
+    /// Connects to PostgreSQL at `url` without applying migrations; `None`
+    /// when the database holds no event log.
+    pub async fn connect_postgres_existing(
+        url: &str,
+        max_connections: u32,
+    ) -> Result<Option<Db>, StoreError> {
+        let options = PgConnectOptions::from_str(url)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        Db::Postgres(pool).holding_log().await
+    }
+
+    /// `Some(self)` when the `events` and `seals` tables exist, else closes it.
+    async fn holding_log(self) -> Result<Option<Db>, StoreError> {
+        let sql = match self {
+            Db::Sqlite { .. } => {
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' \
+                 AND name IN ('events', 'seals')"
+            }
+            Db::Postgres(_) => {
+                "SELECT COUNT(*) FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name IN ('events', 'seals')"
+            }
+        };
+        let tables: i64 = with_pool!(self.reader(), pool => {
+            sqlx::query_scalar(sql).fetch_one(pool).await?
+        });
+        if tables == 2 {
+            return Ok(Some(self));
+        }
+        self.close().await;
+        Ok(None)
+    }
+
     pub fn backend(&self) -> Backend {
         match self {
             Db::Sqlite { .. } => Backend::Sqlite,

@@ -9,6 +9,7 @@
 pub mod chain;
 mod commands;
 pub mod db;
+pub mod expect;
 pub mod feed;
 pub(crate) use feed::{CHECKPOINT_UPSERT, now};
 mod group;

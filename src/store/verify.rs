@@ -29,6 +29,17 @@ pub struct VerifyReport {
     pub unsealed_events: u64,
     /// The first problem; `None` when the log is intact.
     pub problem: Option<Problem>,
+    /// The seal given by `--expect-seal`, when it was found as saved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_seal: Option<SavedSealFound>,
+}
+
+/// A saved seal found in the log exactly as saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SavedSealFound {
+    pub seal_number: i64,
+    /// Seals after it, each linked back to it.
+    pub later_seals: i64,
 }
 
 impl VerifyReport {
@@ -81,6 +92,7 @@ impl EventLog {
             seals_checked: 0,
             unsealed_events: 0,
             problem: None,
+            saved_seal: None,
         };
         report.problem = self.verify_chains(&mut report).await?;
         if report.problem.is_none() {

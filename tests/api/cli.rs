@@ -122,10 +122,12 @@ fn bad_configuration_is_one_clear_line() {
     );
 }
 
+/// `keys public` prints the key the service generated, or the configured
+/// one; it never makes one up (the service does, at its first start).
 #[test]
-fn signing_key_is_generated_once_and_configurable() {
+fn signing_key_is_shown_not_generated_and_configurable() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |env: &[(&str, &str)]| {
+    let output = |env: &[(&str, &str)]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_agon"));
         command
             .args(["keys", "public"])
@@ -134,12 +136,19 @@ fn signing_key_is_generated_once_and_configurable() {
         for (k, v) in env {
             command.env(k, v);
         }
-        let output = command.output().unwrap();
-        assert!(output.status.success());
+        command.output().unwrap()
+    };
+    let run = |env: &[(&str, &str)]| {
+        let output = output(env);
+        assert!(output.status.success(), "{output:?}");
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     };
+    let none = one_line_error(&output(&[]));
+    assert!(none.contains("no seal key"), "{none}");
+    assert!(!dir.path().join(agon::crypto::signing::KEY_FILE).exists());
+    let key = agon::crypto::signing::SealKey::load_or_create(None, dir.path()).unwrap();
     let generated = run(&[]);
-    assert_eq!(generated.len(), 64);
+    assert_eq!(generated, key.public_hex());
     assert_eq!(run(&[]), generated);
     let seed = "01".repeat(32);
     let configured = run(&[("SERVICE_SIGNING_KEY", &seed)]);

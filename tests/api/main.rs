@@ -23,3 +23,4 @@ mod serve;
 mod signup;
 mod store;
 mod tamper;
+mod verify;

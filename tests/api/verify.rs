@@ -1,0 +1,339 @@
+//! Verification by an outside party, through the real binary: no store is
+//! made up for a missing one, a published key catches a re-signed log, a
+//! saved seal catches a cut-off tail; and the service seals what it wrote
+//! at start and at SIGTERM.
+
+use std::process::Output;
+use std::time::Duration;
+
+use agon::crypto::signing::{KEY_FILE, SealKey};
+
+use crate::cli::agon;
+use crate::support::{
+    Kind, TestStore, fill_stream, free_port, fresh, fresh_postgres_database, on_both_backends,
+    settled_feed, wait_for_port,
+};
+use crate::tamper::{exec, sealed_store};
+
+on_both_backends! {
+    a_missing_store_is_refused_and_nothing_is_created => a_missing_store_is_refused_and_nothing_is_created;
+    a_log_resigned_with_another_key_fails_against_the_published_key => a_log_resigned_with_another_key_fails_against_the_published_key;
+    a_cut_off_tail_fails_against_a_saved_seal => a_cut_off_tail_fails_against_a_saved_seal;
+    the_service_seals_at_start_and_at_sigterm => the_service_seals_at_start_and_at_sigterm;
+    keys_outside_the_bmp_sort_by_utf16_code_units => keys_outside_the_bmp_sort_by_utf16_code_units;
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
+async fn a_missing_store_is_refused_and_nothing_is_created(kind: Kind) {
+    let database_url = match kind {
+        Kind::Sqlite => None,
+        Kind::Postgres => Some(fresh_postgres_database().await),
+    };
+    let root = tempfile::tempdir().unwrap();
+    let public = "ab".repeat(32);
+    // A mistyped directory, and an existing one holding neither store nor key.
+    for target in [root.path().join("typo"), root.path().to_owned()] {
+        let run = |args: &[&str]| {
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agon"));
+            command
+                .args(args)
+                .env_clear()
+                .env("SERVICE_DATA_DIR", &target);
+            if let Some(url) = &database_url {
+                command.env("DATABASE_URL", url);
+            }
+            command.output().unwrap()
+        };
+        for args in [
+            &["verify"][..],
+            &["verify", "--public-key", &public],
+            &["seal"],
+            &["seal", "--json"],
+            &["keys", "public"],
+        ] {
+            let output = run(args);
+            assert_exit(&output, 2);
+            let stderr = text(&output.stderr);
+            let expected = match (kind, args[0]) {
+                (_, "keys") => "no seal key",
+                (Kind::Sqlite, _) => "no event store at",
+                (Kind::Postgres, _) => "holds no event log",
+            };
+            assert!(stderr.contains(expected), "{args:?}: {stderr}");
+            assert!(!target.join("agon.db").exists(), "{args:?} made a store");
+            assert!(!target.join(KEY_FILE).exists(), "{args:?} made a key");
+        }
+        assert!(
+            target == root.path() || !target.exists(),
+            "the data directory was created"
+        );
+    }
+    if let Some(url) = &database_url {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        let tables: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(tables, 0, "tables were made");
+    }
+}
+
+async fn a_log_resigned_with_another_key_fails_against_the_published_key(kind: Kind) {
+    let (store, key) = sealed_store(kind).await;
+    let published = key.public_hex();
+    let intact = agon(
+        &store,
+        &["verify", "--public-key", &published.to_uppercase()],
+    );
+    assert_exit(&intact, 0);
+
+    // Someone who can write the data directory and the database cuts a
+    // stream's last event, drops the seals and re-signs with a key of their own.
+    exec(
+        &store.log,
+        "DELETE FROM events WHERE aggregate_id = 's3' AND sequence = 5",
+    )
+    .await;
+    exec(&store.log, "DELETE FROM seals").await;
+    std::fs::remove_file(store.dir.path().join(KEY_FILE)).unwrap();
+    let forged = SealKey::load_or_create(None, store.dir.path()).unwrap();
+    store.log.seal_now(&forged).await.unwrap().unwrap();
+
+    let fooled = agon(&store, &["verify"]);
+    assert_exit(&fooled, 0);
+    let caught = agon(&store, &["verify", "--public-key", &published]);
+    assert_exit(&caught, 1);
+    let report = text(&caught.stdout);
+    assert!(
+        report.contains(&format!(
+            "seal 1: signed by key {} which is not the trusted key {published}",
+            forged.public_hex()
+        )),
+        "{report}"
+    );
+
+    // Without a key file, the published key still works and its absence
+    // is named rather than reported as a broken seal.
+    std::fs::remove_file(store.dir.path().join(KEY_FILE)).unwrap();
+    assert_exit(&agon(&store, &["verify", "--public-key", &published]), 1);
+    let keyless = agon(&store, &["verify"]);
+    assert_exit(&keyless, 2);
+    assert!(text(&keyless.stderr).contains("no seal key"), "{keyless:?}");
+    assert!(!store.dir.path().join(KEY_FILE).exists());
+}
+
+async fn a_cut_off_tail_fails_against_a_saved_seal(kind: Kind) {
+    let (store, key) = sealed_store(kind).await;
+    let saved_output = agon(&store, &["seal", "--json"]);
+    assert_exit(&saved_output, 0);
+    let saved: serde_json::Value = serde_json::from_slice(&saved_output.stdout).unwrap();
+    assert_eq!(saved["body"]["seal_number"], 2);
+    assert_eq!(saved["body"]["event_count"], 2);
+    let file = store.dir.path().join("saved-seal.json");
+    std::fs::write(&file, &saved_output.stdout).unwrap();
+    let file = file.to_str().unwrap();
+    let public = key.public_hex();
+    let expect = |store: &TestStore| {
+        agon(
+            store,
+            &["verify", "--public-key", &public, "--expect-seal", file],
+        )
+    };
+
+    let found = expect(&store);
+    assert_exit(&found, 0);
+    assert!(
+        text(&found.stdout).contains("saved seal 2 is in the log as saved, followed by 0 later"),
+        "{found:?}"
+    );
+    // Later seals extend it.
+    fill_stream(&store.log, "tally", "s5", 1).await;
+    settled_feed(&store.log, 18).await;
+    store.log.seal_now(&key).await.unwrap().unwrap();
+    assert!(text(&expect(&store).stdout).contains("followed by 1 later seals"));
+    exec(&store.log, "DELETE FROM seals WHERE seal_number = 3").await;
+    exec(&store.log, "DELETE FROM events WHERE aggregate_id = 's5'").await;
+
+    // The newest events go, together with the seal over them: the log is
+    // consistent and shorter, and only the saved seal shows it.
+    exec(&store.log, "DELETE FROM seals WHERE seal_number = 2").await;
+    exec(
+        &store.log,
+        "DELETE FROM events WHERE aggregate_id = 's4' AND sequence = 2",
+    )
+    .await;
+    assert_exit(&agon(&store, &["verify", "--public-key", &public]), 0);
+    let missing = expect(&store);
+    assert_exit(&missing, 1);
+    let report = text(&missing.stdout);
+    assert!(
+        report.starts_with("BROKEN: seal 2: the saved seal is missing: the log ends at seal 1"),
+        "{report}"
+    );
+
+    // Re-sealed by someone holding the key: seal 2 is back, over less.
+    store.log.seal_now(&key).await.unwrap().unwrap();
+    let differs = expect(&store);
+    assert_exit(&differs, 1);
+    assert!(
+        text(&differs.stdout).contains("seal 2: differs from the saved seal in event_count"),
+        "{differs:?}"
+    );
+
+    if kind == Kind::Sqlite {
+        let python = std::process::Command::new("python3")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/event-schemas/verify_export.py"
+            ))
+            .arg(store.dir.path().join("agon.db"))
+            .args([&public, "--expect-seal", file])
+            .output()
+            .unwrap();
+        assert_exit(&python, 1);
+        assert_eq!(
+            text(&python.stdout).trim(),
+            "BROKEN: seal 2: differs from the saved seal"
+        );
+    }
+
+    std::fs::write(store.dir.path().join("bad.json"), b"{\"body\": 1}").unwrap();
+    let bad = agon(
+        &store,
+        &[
+            "verify",
+            "--expect-seal",
+            store.dir.path().join("bad.json").to_str().unwrap(),
+        ],
+    );
+    assert_exit(&bad, 2);
+    assert!(text(&bad.stderr).contains("is not a saved seal"), "{bad:?}");
+}
+
+async fn the_service_seals_at_start_and_at_sigterm(kind: Kind) {
+    let store = fresh(kind).await;
+    fill_stream(&store.log, "tally", "before", 5).await;
+    settled_feed(&store.log, 5).await;
+
+    let port = free_port();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"));
+    command
+        .args(["serve", "--api-port", &port.to_string()])
+        .args(["--ws-port", &free_port().to_string(), "--host", "127.0.0.1"])
+        .env_clear()
+        .env("SERVICE_DATA_DIR", store.dir.path())
+        .env("SERVICE_API_TOKEN", crate::support::TEST_TOKEN)
+        .env("SERVICE_SEAL_INTERVAL_SECONDS", "3600")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(url) = &store.database_url {
+        command.env("DATABASE_URL", url);
+    }
+    let child = command.spawn().unwrap();
+    wait_for_port(port).await;
+
+    // Well inside the hour-long interval, the events of an earlier run are sealed.
+    let mut report = serde_json::Value::Null;
+    for _ in 0..100 {
+        report = serde_json::from_slice(&agon(&store, &["verify", "--json"]).stdout).unwrap();
+        if report["seals_checked"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(report["seals_checked"], 1, "no seal at start: {report}");
+    assert_eq!(report["unsealed_events"], 0, "{report}");
+
+    fill_stream(&store.log, "tally", "during", 3).await;
+    settled_feed(&store.log, 8).await;
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(output.status.success(), "exit after SIGTERM: {output:?}");
+
+    let after: serde_json::Value =
+        serde_json::from_slice(&agon(&store, &["verify", "--json"]).stdout).unwrap();
+    assert_eq!(after["problem"], serde_json::Value::Null, "{after}");
+    assert_eq!(after["events_checked"], 8, "{after}");
+    assert_eq!(
+        after["unsealed_events"], 0,
+        "SIGTERM left events unsealed: {after}"
+    );
+    assert_eq!(after["seals_checked"], 2, "{after}");
+}
+
+/// RFC 8785 orders `demo-\u{1F600}` (UTF-16 0xD83D 0xDE00) before
+/// `demo-\u{FB01}` (0xFB01), though its code point is the larger: the stored
+/// `weights` follow UTF-16, and both verifiers find every text canonical.
+async fn keys_outside_the_bmp_sort_by_utf16_code_units(kind: Kind) {
+    let store = fresh(kind).await;
+    let key = SealKey::load_or_create(None, store.dir.path()).unwrap();
+    let debate = agon(
+        &store,
+        &[
+            "debate",
+            "Names beyond the BMP",
+            "--agents",
+            "demo-\u{FB01},demo-\u{1F600},demo-a",
+            "--rounds",
+            "1",
+            "--consensus",
+            "weighted",
+            "--json",
+        ],
+    );
+    assert_exit(&debate, 0);
+    let sql = "SELECT payload FROM events WHERE event_type = 'ConsensusComputed'";
+    let payload: String = match store.log.db() {
+        agon::store::Db::Sqlite { reader, .. } => {
+            sqlx::query_scalar(sql).fetch_one(reader).await.unwrap()
+        }
+        agon::store::Db::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+    };
+    let weights = &payload[payload.find("\"weights\":{").unwrap()..];
+    let emoji = weights.find("\"demo-\u{1F600}\":").unwrap();
+    let ligature = weights.find("\"demo-\u{FB01}\":").unwrap();
+    assert!(emoji < ligature, "not in UTF-16 order: {weights}");
+
+    let verified = agon(&store, &["verify", "--public-key", &key.public_hex()]);
+    assert_exit(&verified, 0);
+    if kind == Kind::Sqlite {
+        let python = std::process::Command::new("python3")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/event-schemas/verify_export.py"
+            ))
+            .arg(store.dir.path().join("agon.db"))
+            .arg(key.public_hex())
+            .output()
+            .unwrap();
+        assert_exit(&python, 0);
+        assert_eq!(
+            text(&python.stdout).trim(),
+            "intact: 1 streams",
+            "{python:?}"
+        );
+    }
+}
