@@ -337,3 +337,31 @@ async fn keys_outside_the_bmp_sort_by_utf16_code_units(kind: Kind) {
         );
     }
 }
+
+/// The outside verifier explains itself instead of opening a database
+/// named `--help`, and refuses a file that is not a log.
+#[test]
+fn the_python_verifier_prints_help() {
+    let cwd = tempfile::tempdir().unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/event-schemas/verify_export.py"
+    );
+    let help = std::process::Command::new("python3")
+        .args([script, "--help"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert_exit(&help, 0);
+    let usage = text(&help.stdout);
+    assert!(usage.starts_with("usage: verify_export.py"), "{usage}");
+    assert!(usage.contains("--expect-seal FILE"), "{usage}");
+    assert!(!cwd.path().join("--help").exists());
+    let missing = std::process::Command::new("python3")
+        .args([script, "absent.db"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert_exit(&missing, 2);
+    assert!(!cwd.path().join("absent.db").exists());
+}
