@@ -242,9 +242,11 @@ pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError>
         }
     }
     .await;
-    // What this run committed is sealed before the store closes, so that
-    // `agon verify` finds nothing unsealed after it (the service seals on
-    // a timer; a one-off command has none).
+    // Once the runner has stopped writing, what this run committed is
+    // sealed before the store closes, so that `agon verify` finds nothing
+    // unsealed after it (the service seals on a timer; a one-off command
+    // has none).
+    app.runner.drain(app.settings.agents.shutdown_grace).await;
     let sealed = app.log.seal_now(&app.seal_key).await;
     stop.cancel();
     app.finish(tasks).await;
