@@ -125,6 +125,7 @@ impl DocumentProjection for Accounts {
             }
             E::ApiKeyRevoked { .. } => view.api_key = None,
             E::UserDisabled { .. } => view.disabled = true,
+            E::UserEnabled { .. } => view.disabled = false,
             E::RoleChanged { role, .. } => view.role = role,
             E::JoinedOrganization {
                 org_id, org_role, ..
@@ -138,7 +139,11 @@ impl DocumentProjection for Accounts {
             | E::SessionRefreshed { .. }
             | E::SessionRevoked { .. }
             | E::PasswordChanged { .. }
-            | E::MfaSetupStarted { .. } => {}
+            | E::MfaSetupStarted { .. }
+            | E::AttemptStarted { .. }
+            | E::AttemptEnded { .. }
+            | E::ReauthFailed { .. }
+            | E::MfaTokenSpent { .. } => {}
         }
         Some(view)
     }

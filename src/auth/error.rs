@@ -23,6 +23,9 @@ pub enum AuthError {
     InvalidToken,
     #[error("Invalid authentication code")]
     InvalidCode,
+    /// Too many wrong current passwords or codes with one credential: it ended.
+    #[error("Too many failed checks: this session has ended; sign in again")]
+    CredentialEnded,
     /// The request is well-formed but breaks a rule of its fields.
     #[error("{0}")]
     Invalid(String),
@@ -70,7 +73,9 @@ impl From<AccountError> for AuthError {
             A::Locked { remaining_seconds } => AuthError::Locked { remaining_seconds },
             A::Disabled => AuthError::Disabled,
             A::CodeReplayed | A::InvalidBackupCode | A::MfaRequired => AuthError::InvalidCode,
-            A::SessionNotActive => AuthError::InvalidToken,
+            A::SessionNotActive | A::StepTokenSpent => AuthError::InvalidToken,
+            A::CredentialExhausted => AuthError::CredentialEnded,
+            A::AttemptsInFlight => AuthError::Conflict(capitalized(&e.to_string())),
             A::NotRegistered => AuthError::NotFound {
                 resource_type: "user",
                 resource_id: String::new(),

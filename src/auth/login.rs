@@ -198,6 +198,7 @@ impl Auth {
     async fn record_failure(&self, user_id: &str, reason: FailureReason) -> Result<(), AuthError> {
         let failure = AccountCommand::RecordLoginFailure {
             reason,
+            attempt: None,
             at: self.clock().now(),
         };
         match self.command(user_id, failure, user_id).await {
@@ -232,6 +233,8 @@ impl Auth {
             session_id: session_id.clone(),
             device,
             second_factor,
+            step_token: None,
+            attempt: None,
             max_sessions: self.settings().max_sessions,
             refresh_expires_at: self.refresh_expiry(now),
             at: now,
@@ -356,6 +359,7 @@ impl Auth {
             .map_err(|e| AuthError::Internal(e.to_string()))?;
         let change = AccountCommand::ChangePassword {
             password_hash,
+            attempt: None,
             at: self.clock().now(),
         };
         let (_, events) = self

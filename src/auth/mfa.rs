@@ -60,6 +60,7 @@ impl Auth {
         let enable = AccountCommand::EnableMfa {
             totp_step: step,
             backup_code_hashes: codes.iter().map(|c| backup_code_hash(user_id, c)).collect(),
+            attempt: None,
             at: self.clock().now(),
         };
         self.command(user_id, enable, user_id).await?;
@@ -77,6 +78,7 @@ impl Auth {
             .ok_or(AuthError::InvalidCode)?;
         let disable = AccountCommand::DisableMfa {
             second_factor: factor,
+            attempt: None,
             at: self.clock().now(),
         };
         self.command(user_id, disable, user_id).await?;

@@ -274,9 +274,11 @@ impl From<&crate::auth::AuthError> for ApiError {
     fn from(e: &crate::auth::AuthError) -> Self {
         use crate::auth::AuthError as A;
         match e {
-            A::InvalidCredentials | A::TokenExpired | A::InvalidToken | A::InvalidCode => {
-                ApiError::Unauthorized(e.to_string())
-            }
+            A::InvalidCredentials
+            | A::TokenExpired
+            | A::InvalidToken
+            | A::InvalidCode
+            | A::CredentialEnded => ApiError::Unauthorized(e.to_string()),
             A::Locked { remaining_seconds } => ApiError::Locked {
                 remaining_seconds: *remaining_seconds,
             },

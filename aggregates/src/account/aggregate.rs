@@ -7,18 +7,27 @@ use cqrs_es::event_sink::EventSink;
 use super::commands::AccountCommand;
 use super::error::AccountError;
 use super::events::{AccountEvent, KeyRevokeReason, LoginMethod, RevokeReason, SecondFactor};
-use super::state::{
-    Account, ApiKeyState, MfaState, PendingVerification, SessionState, lock_seconds,
-};
+use super::state::{Account, lock_seconds};
 use crate::Decide;
 
 impl Decide for Account {
     fn decide(&self, command: AccountCommand) -> Result<Vec<AccountEvent>, AccountError> {
         use AccountCommand as C;
         use AccountEvent as E;
-        let events =
-            match command {
-                C::Register {
+        let events = match command {
+            C::Register {
+                user_id,
+                email,
+                name,
+                password_hash,
+                role,
+                email_verified,
+                at,
+            } => {
+                if self.exists() {
+                    return Err(AccountError::AlreadyRegistered);
+                }
+                vec![E::Registered {
                     user_id,
                     email,
                     name,
@@ -26,273 +35,325 @@ impl Decide for Account {
                     role,
                     email_verified,
                     at,
-                } => {
-                    if self.exists() {
-                        return Err(AccountError::AlreadyRegistered);
-                    }
-                    vec![E::Registered {
-                        user_id,
-                        email,
-                        name,
-                        password_hash,
-                        role,
-                        email_verified,
-                        at,
-                    }]
+                }]
+            }
+            C::IssueVerification {
+                token_hash,
+                expires_at,
+                at,
+            } => {
+                self.ensure_exists()?;
+                if self.email_verified {
+                    return Err(AccountError::AlreadyVerified);
                 }
-                C::IssueVerification {
+                vec![E::VerificationIssued {
                     token_hash,
                     expires_at,
                     at,
-                } => {
-                    self.ensure_exists()?;
-                    if self.email_verified {
-                        return Err(AccountError::AlreadyVerified);
-                    }
-                    vec![E::VerificationIssued {
-                        token_hash,
-                        expires_at,
-                        at,
-                    }]
+                }]
+            }
+            C::VerifyEmail { token_hash, at } => {
+                self.ensure_exists()?;
+                if self.email_verified {
+                    return Err(AccountError::AlreadyVerified);
                 }
-                C::VerifyEmail { token_hash, at } => {
-                    self.ensure_exists()?;
-                    if self.email_verified {
-                        return Err(AccountError::AlreadyVerified);
-                    }
-                    let pending = self
-                        .verification
-                        .as_ref()
-                        .filter(|pending| pending.token_hash == token_hash)
-                        .ok_or(AccountError::InvalidVerificationToken)?;
-                    if pending.expires_at <= at {
-                        return Err(AccountError::VerificationExpired);
-                    }
-                    vec![E::EmailVerified { at }]
+                let pending = self
+                    .verification
+                    .as_ref()
+                    .filter(|pending| pending.token_hash == token_hash)
+                    .ok_or(AccountError::InvalidVerificationToken)?;
+                if pending.expires_at <= at {
+                    return Err(AccountError::VerificationExpired);
                 }
-                C::RecordLoginFailure { reason, at } => {
-                    self.ensure_usable(at)?;
-                    let failed_login_count = self.failed_login_count.saturating_add(1);
-                    let locked_until = lock_seconds(failed_login_count)
-                        .map(|seconds| at + Duration::seconds(seconds));
-                    vec![E::LoginFailed {
-                        reason,
-                        failed_login_count,
-                        locked_until,
-                        at,
-                    }]
+                vec![E::EmailVerified { at }]
+            }
+            C::BeginAttempt {
+                attempt_id,
+                credential,
+                at,
+            } => self.decide_begin_attempt(attempt_id, credential, at)?,
+            C::EndAttempt { attempt_id, at } => {
+                self.settle(Some(&attempt_id), at).into_iter().collect()
+            }
+            C::RecordLoginFailure {
+                reason,
+                attempt,
+                at,
+            } => {
+                self.ensure_exists()?;
+                let mut events: Vec<_> = self.settle(attempt.as_ref(), at).into_iter().collect();
+                // A reserved check was made: its failure counts even if a
+                // stale reservation let a lock begin meanwhile.
+                if events.is_empty()
+                    && let Some(remaining_seconds) = self.lock_remaining(at)
+                {
+                    return Err(AccountError::Locked { remaining_seconds });
                 }
-                C::Login {
-                    session_id,
-                    device,
-                    second_factor,
-                    max_sessions,
-                    refresh_expires_at,
+                let failed_login_count = self.failed_login_count.saturating_add(1);
+                let locked_until =
+                    lock_seconds(failed_login_count).map(|seconds| at + Duration::seconds(seconds));
+                events.push(E::LoginFailed {
+                    reason,
+                    failed_login_count,
+                    locked_until,
                     at,
-                } => {
-                    self.ensure_usable(at)?;
-                    let method = match (&second_factor, self.mfa.enabled) {
-                        (_, false) => LoginMethod::Password,
-                        (None, true) => return Err(AccountError::MfaRequired),
-                        (Some(SecondFactor::Totp { .. }), true) => LoginMethod::PasswordAndTotp,
-                        (Some(SecondFactor::BackupCode { .. }), true) => {
-                            LoginMethod::PasswordAndBackupCode
-                        }
-                    };
-                    let second_factor = second_factor.filter(|_| self.mfa.enabled);
-                    if let Some(factor) = &second_factor {
-                        self.check_second_factor(factor)?;
+                });
+                events
+            }
+            C::RecordReauthFailure {
+                credential,
+                attempt,
+                at,
+            } => self.decide_reauth_failure(credential, attempt.as_ref(), at)?,
+            C::Login {
+                session_id,
+                device,
+                second_factor,
+                step_token,
+                attempt,
+                max_sessions,
+                refresh_expires_at,
+                at,
+            } => {
+                self.ensure_usable(at)?;
+                if let Some(token) = &step_token
+                    && self.step_token_spent(&token.token_id)
+                {
+                    return Err(AccountError::StepTokenSpent);
+                }
+                let method = match (&second_factor, self.mfa.enabled) {
+                    (_, false) => LoginMethod::Password,
+                    (None, true) => return Err(AccountError::MfaRequired),
+                    (Some(SecondFactor::Totp { .. }), true) => LoginMethod::PasswordAndTotp,
+                    (Some(SecondFactor::BackupCode { .. }), true) => {
+                        LoginMethod::PasswordAndBackupCode
                     }
-                    let mut events = vec![E::LoginSucceeded {
-                        session_id: session_id.clone(),
-                        method,
-                        second_factor,
-                        at,
-                    }];
-                    let excess = (self.sessions.len() + 1).saturating_sub(max_sessions.max(1));
-                    events.extend(self.sessions_by_age().into_iter().take(excess).map(
-                        |session_id| E::SessionRevoked {
+                };
+                let second_factor = second_factor.filter(|_| self.mfa.enabled);
+                if let Some(factor) = &second_factor {
+                    self.check_second_factor(factor)?;
+                }
+                let mut events: Vec<_> = self.settle(attempt.as_ref(), at).into_iter().collect();
+                events.push(E::LoginSucceeded {
+                    session_id: session_id.clone(),
+                    method,
+                    second_factor,
+                    at,
+                });
+                events.extend(step_token.map(|token| E::MfaTokenSpent {
+                    token_id: token.token_id,
+                    expires_at: token.expires_at,
+                    at,
+                }));
+                let excess = (self.sessions.len() + 1).saturating_sub(max_sessions.max(1));
+                events.extend(
+                    self.sessions_by_age()
+                        .into_iter()
+                        .take(excess)
+                        .map(|session_id| E::SessionRevoked {
                             session_id,
                             reason: RevokeReason::Evicted,
                             at,
-                        },
-                    ));
-                    events.push(E::SessionStarted {
-                        session_id,
-                        device,
-                        refresh_expires_at,
-                        at,
-                    });
-                    events
-                }
-                C::Refresh {
+                        }),
+                );
+                events.push(E::SessionStarted {
                     session_id,
-                    generation,
+                    device,
                     refresh_expires_at,
                     at,
-                } => {
-                    self.ensure_usable(at)?;
-                    let session = self
-                        .sessions
-                        .get(&session_id)
-                        .ok_or(AccountError::SessionNotActive)?;
-                    if generation < session.refresh_generation {
-                        // A rotated token came back: whoever holds it, end the session.
-                        vec![E::SessionRevoked {
-                            session_id,
-                            reason: RevokeReason::RefreshReuse,
-                            at,
-                        }]
-                    } else if generation > session.refresh_generation
-                        || session.refresh_expires_at <= at
-                    {
-                        return Err(AccountError::SessionNotActive);
-                    } else {
-                        vec![E::SessionRefreshed {
-                            session_id,
-                            generation: generation + 1,
-                            refresh_expires_at,
-                            at,
-                        }]
-                    }
+                });
+                events
+            }
+            C::Refresh {
+                session_id,
+                generation,
+                refresh_expires_at,
+                at,
+            } => {
+                self.ensure_active()?;
+                let session = self
+                    .sessions
+                    .get(&session_id)
+                    .ok_or(AccountError::SessionNotActive)?;
+                if generation < session.refresh_generation {
+                    // A rotated token came back: whoever holds it, end the session.
+                    vec![E::SessionRevoked {
+                        session_id,
+                        reason: RevokeReason::RefreshReuse,
+                        at,
+                    }]
+                } else if generation > session.refresh_generation
+                    || session.refresh_expires_at <= at
+                {
+                    return Err(AccountError::SessionNotActive);
+                } else {
+                    vec![E::SessionRefreshed {
+                        session_id,
+                        generation: generation + 1,
+                        refresh_expires_at,
+                        at,
+                    }]
                 }
-                C::EndSession {
+            }
+            C::EndSession {
+                session_id,
+                reason,
+                at,
+            } => {
+                self.ensure_exists()?;
+                if !self.sessions.contains_key(&session_id) {
+                    return Err(AccountError::SessionNotActive);
+                }
+                vec![E::SessionRevoked {
                     session_id,
                     reason,
                     at,
-                } => {
-                    self.ensure_exists()?;
-                    if !self.sessions.contains_key(&session_id) {
-                        return Err(AccountError::SessionNotActive);
-                    }
-                    vec![E::SessionRevoked {
-                        session_id,
-                        reason,
-                        at,
-                    }]
+                }]
+            }
+            C::RevokeOtherSessions { keep, at } => {
+                self.ensure_exists()?;
+                self.revocations(Some(&keep), RevokeReason::OthersRevoked, at)
+            }
+            C::RevokeAll { at, .. } => {
+                self.ensure_exists()?;
+                let mut events = self.revocations(None, RevokeReason::AdminRevokeAll, at);
+                events.extend(self.key_revocation(KeyRevokeReason::AdminRevokeAll, at));
+                events
+            }
+            C::Unlock { by, at } => {
+                self.ensure_exists()?;
+                if self.failed_login_count == 0 && self.locked_until.is_none() {
+                    Vec::new()
+                } else {
+                    vec![E::AccountUnlocked { by, at }]
                 }
-                C::RevokeOtherSessions { keep, at } => {
-                    self.ensure_exists()?;
-                    self.revocations(Some(&keep), RevokeReason::OthersRevoked, at)
+            }
+            C::ChangePassword {
+                password_hash,
+                attempt,
+                at,
+            } => {
+                self.ensure_active()?;
+                let mut events: Vec<_> = self.settle(attempt.as_ref(), at).into_iter().collect();
+                events.push(E::PasswordChanged { password_hash, at });
+                events.extend(self.revocations(None, RevokeReason::PasswordChanged, at));
+                events
+            }
+            C::BeginMfaSetup { secret, at } => {
+                self.ensure_active()?;
+                if self.mfa.enabled {
+                    return Err(AccountError::MfaAlreadyEnabled);
                 }
-                C::RevokeAll { at, .. } => {
-                    self.ensure_exists()?;
-                    let mut events = self.revocations(None, RevokeReason::AdminRevokeAll, at);
-                    events.extend(self.key_revocation(KeyRevokeReason::AdminRevokeAll, at));
-                    events
+                vec![E::MfaSetupStarted { secret, at }]
+            }
+            C::EnableMfa {
+                totp_step,
+                backup_code_hashes,
+                attempt,
+                at,
+            } => {
+                self.ensure_active()?;
+                if self.mfa.enabled {
+                    return Err(AccountError::MfaAlreadyEnabled);
                 }
-                C::Unlock { by, at } => {
-                    self.ensure_exists()?;
-                    if self.failed_login_count == 0 && self.locked_until.is_none() {
-                        Vec::new()
-                    } else {
-                        vec![E::AccountUnlocked { by, at }]
-                    }
+                if self.mfa.secret.is_none() {
+                    return Err(AccountError::MfaSetupNotStarted);
                 }
-                C::ChangePassword { password_hash, at } => {
-                    self.ensure_usable(at)?;
-                    let mut events = vec![E::PasswordChanged { password_hash, at }];
-                    events.extend(self.revocations(None, RevokeReason::PasswordChanged, at));
-                    events
-                }
-                C::BeginMfaSetup { secret, at } => {
-                    self.ensure_usable(at)?;
-                    if self.mfa.enabled {
-                        return Err(AccountError::MfaAlreadyEnabled);
-                    }
-                    vec![E::MfaSetupStarted { secret, at }]
-                }
-                C::EnableMfa {
-                    totp_step,
+                let mut events: Vec<_> = self.settle(attempt.as_ref(), at).into_iter().collect();
+                events.push(E::MfaEnabled {
                     backup_code_hashes,
+                    totp_step,
                     at,
-                } => {
-                    self.ensure_usable(at)?;
-                    if self.mfa.enabled {
-                        return Err(AccountError::MfaAlreadyEnabled);
-                    }
-                    if self.mfa.secret.is_none() {
-                        return Err(AccountError::MfaSetupNotStarted);
-                    }
-                    vec![E::MfaEnabled {
-                        backup_code_hashes,
-                        totp_step,
-                        at,
-                    }]
+                });
+                events
+            }
+            C::DisableMfa {
+                second_factor,
+                attempt,
+                at,
+            } => {
+                self.ensure_active()?;
+                if !self.mfa.enabled {
+                    return Err(AccountError::MfaNotEnabled);
                 }
-                C::DisableMfa { second_factor, at } => {
-                    self.ensure_usable(at)?;
-                    if !self.mfa.enabled {
-                        return Err(AccountError::MfaNotEnabled);
-                    }
-                    self.check_second_factor(&second_factor)?;
-                    vec![E::MfaDisabled { at }]
+                self.check_second_factor(&second_factor)?;
+                let mut events: Vec<_> = self.settle(attempt.as_ref(), at).into_iter().collect();
+                events.push(E::MfaDisabled { at });
+                events
+            }
+            C::ResetMfa { by, at } => {
+                self.ensure_exists()?;
+                if !self.mfa.enabled && self.mfa.secret.is_none() {
+                    return Err(AccountError::MfaNotEnabled);
                 }
-                C::ResetMfa { by, at } => {
-                    self.ensure_exists()?;
-                    if !self.mfa.enabled && self.mfa.secret.is_none() {
-                        return Err(AccountError::MfaNotEnabled);
-                    }
-                    vec![E::MfaReset { by, at }]
-                }
-                C::CreateApiKey {
+                vec![E::MfaReset { by, at }]
+            }
+            C::CreateApiKey {
+                key_id,
+                key_hash,
+                at,
+            } => {
+                self.ensure_active()?;
+                let mut events: Vec<_> = self
+                    .key_revocation(KeyRevokeReason::Replaced, at)
+                    .into_iter()
+                    .collect();
+                events.push(E::ApiKeyCreated {
                     key_id,
                     key_hash,
                     at,
-                } => {
-                    self.ensure_usable(at)?;
-                    let mut events: Vec<_> = self
-                        .key_revocation(KeyRevokeReason::Replaced, at)
-                        .into_iter()
-                        .collect();
-                    events.push(E::ApiKeyCreated {
-                        key_id,
-                        key_hash,
-                        at,
-                    });
-                    events
+                });
+                events
+            }
+            C::RevokeApiKey { at } => {
+                self.ensure_exists()?;
+                vec![
+                    self.key_revocation(KeyRevokeReason::Revoked, at)
+                        .ok_or(AccountError::NoApiKey)?,
+                ]
+            }
+            C::Disable { by, at } => {
+                self.ensure_exists()?;
+                if self.disabled {
+                    return Ok(Vec::new());
                 }
-                C::RevokeApiKey { at } => {
-                    self.ensure_exists()?;
-                    vec![
-                        self.key_revocation(KeyRevokeReason::Revoked, at)
-                            .ok_or(AccountError::NoApiKey)?,
-                    ]
+                let mut events = vec![E::UserDisabled { by, at }];
+                events.extend(self.revocations(None, RevokeReason::Disabled, at));
+                events.extend(self.key_revocation(KeyRevokeReason::Disabled, at));
+                events
+            }
+            C::Enable { by, at } => {
+                self.ensure_exists()?;
+                if self.disabled {
+                    vec![E::UserEnabled { by, at }]
+                } else {
+                    Vec::new()
                 }
-                C::Disable { by, at } => {
-                    self.ensure_exists()?;
-                    if self.disabled {
-                        return Ok(Vec::new());
-                    }
-                    let mut events = vec![E::UserDisabled { by, at }];
-                    events.extend(self.revocations(None, RevokeReason::Disabled, at));
-                    events.extend(self.key_revocation(KeyRevokeReason::Disabled, at));
-                    events
+            }
+            C::ChangeRole { role, by, at } => {
+                self.ensure_exists()?;
+                if role == self.role {
+                    Vec::new()
+                } else {
+                    vec![E::RoleChanged { role, by, at }]
                 }
-                C::ChangeRole { role, by, at } => {
-                    self.ensure_exists()?;
-                    if role == self.role {
-                        Vec::new()
-                    } else {
-                        vec![E::RoleChanged { role, by, at }]
-                    }
+            }
+            C::JoinOrganization {
+                org_id,
+                org_role,
+                at,
+            } => {
+                self.ensure_exists()?;
+                if self.org_id.is_some() {
+                    return Err(AccountError::AlreadyInOrganization);
                 }
-                C::JoinOrganization {
+                vec![E::JoinedOrganization {
                     org_id,
                     org_role,
                     at,
-                } => {
-                    self.ensure_exists()?;
-                    if self.org_id.is_some() {
-                        return Err(AccountError::AlreadyInOrganization);
-                    }
-                    vec![E::JoinedOrganization {
-                        org_id,
-                        org_role,
-                        at,
-                    }]
-                }
-            };
+                }]
+            }
+        };
         Ok(events)
     }
 }
@@ -314,137 +375,6 @@ impl Aggregate for Account {
     }
 
     fn apply(&mut self, event: AccountEvent) {
-        use AccountEvent as E;
-        match event {
-            E::Registered {
-                user_id,
-                email,
-                name,
-                password_hash,
-                role,
-                email_verified,
-                at,
-            } => {
-                self.user_id = user_id;
-                self.email = email;
-                self.name = name;
-                self.password_hash = password_hash;
-                self.role = role;
-                self.email_verified = email_verified;
-                self.created_at = Some(at);
-            }
-            E::VerificationIssued {
-                token_hash,
-                expires_at,
-                ..
-            } => {
-                self.verification = Some(PendingVerification {
-                    token_hash,
-                    expires_at,
-                });
-            }
-            E::EmailVerified { .. } => {
-                self.email_verified = true;
-                self.verification = None;
-            }
-            E::LoginFailed {
-                failed_login_count,
-                locked_until,
-                ..
-            } => {
-                self.failed_login_count = failed_login_count;
-                self.locked_until = locked_until;
-            }
-            E::AccountUnlocked { .. } => {
-                self.failed_login_count = 0;
-                self.locked_until = None;
-            }
-            E::LoginSucceeded { second_factor, .. } => {
-                self.failed_login_count = 0;
-                self.locked_until = None;
-                self.consume(second_factor);
-            }
-            E::SessionStarted {
-                session_id,
-                refresh_expires_at,
-                at,
-                ..
-            } => {
-                self.sessions.insert(
-                    session_id,
-                    SessionState {
-                        started_at: at,
-                        refresh_generation: 0,
-                        refresh_expires_at,
-                    },
-                );
-            }
-            E::SessionRefreshed {
-                session_id,
-                generation,
-                refresh_expires_at,
-                ..
-            } => {
-                if let Some(session) = self.sessions.get_mut(&session_id) {
-                    session.refresh_generation = generation;
-                    session.refresh_expires_at = refresh_expires_at;
-                }
-            }
-            E::SessionRevoked { session_id, .. } => {
-                self.sessions.remove(&session_id);
-            }
-            E::PasswordChanged { password_hash, .. } => self.password_hash = password_hash,
-            E::MfaSetupStarted { secret, .. } => {
-                self.mfa = MfaState {
-                    secret: Some(secret),
-                    last_totp_step: self.mfa.last_totp_step,
-                    ..MfaState::default()
-                };
-            }
-            E::MfaEnabled {
-                backup_code_hashes,
-                totp_step,
-                ..
-            } => {
-                self.mfa.enabled = true;
-                self.mfa.backup_code_hashes = backup_code_hashes;
-                self.mfa.last_totp_step = self.mfa.last_totp_step.max(totp_step);
-            }
-            E::MfaDisabled { .. } | E::MfaReset { .. } => {
-                self.mfa = MfaState {
-                    last_totp_step: self.mfa.last_totp_step,
-                    ..MfaState::default()
-                };
-            }
-            E::ApiKeyCreated {
-                key_id, key_hash, ..
-            } => self.api_key = Some(ApiKeyState { key_id, key_hash }),
-            E::ApiKeyRevoked { .. } => self.api_key = None,
-            E::UserDisabled { .. } => self.disabled = true,
-            E::RoleChanged { role, .. } => self.role = role,
-            E::JoinedOrganization {
-                org_id, org_role, ..
-            } => {
-                self.org_id = Some(org_id);
-                self.org_role = Some(org_role);
-            }
-        }
-    }
-}
-
-impl Account {
-    /// A second factor works once: the TOTP step moves on, the backup code goes.
-    fn consume(&mut self, factor: Option<SecondFactor>) {
-        match factor {
-            Some(SecondFactor::Totp { step }) => {
-                self.mfa.last_totp_step = self.mfa.last_totp_step.max(step);
-            }
-            Some(SecondFactor::BackupCode { code_hash }) => {
-                self.mfa
-                    .backup_code_hashes
-                    .retain(|hash| *hash != code_hash);
-            }
-            None => {}
-        }
+        self.apply_event(event);
     }
 }

@@ -26,9 +26,31 @@ pub enum AccountCommand {
         token_hash: String,
         at: DateTime<Utc>,
     },
-    /// A wrong password or second factor was presented.
+    /// Reserve a password or code check before making it: refused (locked)
+    /// once the failures plus the checks in flight reach the next lock, so
+    /// that no more checks run than the lockout allows, however many arrive
+    /// at once. `credential` is `None` for a sign-in, else the session id
+    /// (or `api_key:<key id>`) of a signed-in caller re-authenticating.
+    BeginAttempt {
+        attempt_id: String,
+        credential: Option<String>,
+        at: DateTime<Utc>,
+    },
+    /// The check `attempt_id` ended without an outcome event of its own.
+    EndAttempt {
+        attempt_id: String,
+        at: DateTime<Utc>,
+    },
+    /// A wrong password or second factor was presented (in check `attempt`).
     RecordLoginFailure {
         reason: FailureReason,
+        attempt: Option<String>,
+        at: DateTime<Utc>,
+    },
+    /// A signed-in caller's current password or code was wrong.
+    RecordReauthFailure {
+        credential: String,
+        attempt: Option<String>,
         at: DateTime<Utc>,
     },
     /// The password was right (and the second factor, when MFA is on): open a session.
@@ -36,6 +58,10 @@ pub enum AccountCommand {
         session_id: String,
         device: Device,
         second_factor: Option<SecondFactor>,
+        /// The MFA step token that carried the password step, spent now.
+        step_token: Option<StepToken>,
+        /// The check this sign-in settles.
+        attempt: Option<String>,
         max_sessions: usize,
         refresh_expires_at: DateTime<Utc>,
         at: DateTime<Utc>,
@@ -68,6 +94,7 @@ pub enum AccountCommand {
     /// The current password was checked by the caller; every session ends.
     ChangePassword {
         password_hash: String,
+        attempt: Option<String>,
         at: DateTime<Utc>,
     },
     BeginMfaSetup {
@@ -78,10 +105,12 @@ pub enum AccountCommand {
     EnableMfa {
         totp_step: u64,
         backup_code_hashes: Vec<String>,
+        attempt: Option<String>,
         at: DateTime<Utc>,
     },
     DisableMfa {
         second_factor: SecondFactor,
+        attempt: Option<String>,
         at: DateTime<Utc>,
     },
     ResetMfa {
@@ -100,6 +129,11 @@ pub enum AccountCommand {
         by: String,
         at: DateTime<Utc>,
     },
+    /// An admin lets a disabled account sign in again.
+    Enable {
+        by: String,
+        at: DateTime<Utc>,
+    },
     ChangeRole {
         role: Role,
         by: String,
@@ -110,4 +144,11 @@ pub enum AccountCommand {
         org_role: String,
         at: DateTime<Utc>,
     },
+}
+
+/// An MFA step token, by its id (`jti`) and expiry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepToken {
+    pub token_id: String,
+    pub expires_at: DateTime<Utc>,
 }

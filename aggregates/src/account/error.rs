@@ -36,4 +36,13 @@ pub enum AccountError {
     VerificationExpired,
     #[error("user already belongs to an organization")]
     AlreadyInOrganization,
+    /// The MFA step token already finished a sign-in.
+    #[error("this sign-in token was already used")]
+    StepTokenSpent,
+    /// The credential's re-authentication budget is taken by checks in flight.
+    #[error("too many checks of this credential are in progress; retry shortly")]
+    AttemptsInFlight,
+    /// The credential presented too many wrong passwords or codes and ended.
+    #[error("too many failed checks with this credential: sign in again")]
+    CredentialExhausted,
 }

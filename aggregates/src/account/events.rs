@@ -67,6 +67,8 @@ pub enum RevokeReason {
     /// A rotated refresh token was presented again: the session may be stolen.
     RefreshReuse,
     Inactive,
+    /// Too many wrong passwords or codes were presented with this session.
+    ReauthFailed,
 }
 
 /// Why an API key stopped working.
@@ -77,6 +79,8 @@ pub enum KeyRevokeReason {
     Replaced,
     Disabled,
     AdminRevokeAll,
+    /// Too many wrong passwords or codes were presented with this key.
+    ReauthFailed,
 }
 
 /// Where a session was started from, as far as its User-Agent tells.
@@ -185,6 +189,38 @@ pub enum AccountEvent {
         org_role: String,
         at: DateTime<Utc>,
     },
+    /// A password or code check began; it counts against the lockout (or the
+    /// credential's re-authentication budget) until it ends.
+    AttemptStarted {
+        attempt_id: String,
+        /// `None` for a sign-in; else the credential re-authenticating: a
+        /// session id, or `api_key:<key id>`.
+        credential: Option<String>,
+        at: DateTime<Utc>,
+    },
+    /// The check `attempt_id` is over (its outcome is the event beside it).
+    AttemptEnded {
+        attempt_id: String,
+        at: DateTime<Utc>,
+    },
+    /// A signed-in caller presented a wrong current password or code.
+    ReauthFailed {
+        credential: String,
+        /// Wrong checks with this credential so far, this one included.
+        failures: u32,
+        at: DateTime<Utc>,
+    },
+    /// An MFA step token was used to finish a sign-in; it works only once.
+    MfaTokenSpent {
+        token_id: String,
+        expires_at: DateTime<Utc>,
+        at: DateTime<Utc>,
+    },
+    /// An admin re-enabled a disabled account.
+    UserEnabled {
+        by: String,
+        at: DateTime<Utc>,
+    },
 }
 
 impl AccountEvent {
@@ -210,6 +246,11 @@ impl AccountEvent {
             AccountEvent::UserDisabled { .. } => "UserDisabled",
             AccountEvent::RoleChanged { .. } => "RoleChanged",
             AccountEvent::JoinedOrganization { .. } => "JoinedOrganization",
+            AccountEvent::AttemptStarted { .. } => "AttemptStarted",
+            AccountEvent::AttemptEnded { .. } => "AttemptEnded",
+            AccountEvent::ReauthFailed { .. } => "ReauthFailed",
+            AccountEvent::MfaTokenSpent { .. } => "MfaTokenSpent",
+            AccountEvent::UserEnabled { .. } => "UserEnabled",
         }
     }
 }

@@ -6,6 +6,8 @@
 //! state exactly.
 
 mod aggregate;
+mod apply;
+mod attempts;
 mod commands;
 mod error;
 mod events;
@@ -13,12 +15,14 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-pub use commands::AccountCommand;
+pub use commands::{AccountCommand, StepToken};
 pub use error::AccountError;
 pub use events::{
     AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, RevokeReason, Role,
     SecondFactor,
 };
 pub use state::{
-    Account, ApiKeyState, LOCKOUT_LADDER, MfaState, PendingVerification, SessionState, lock_seconds,
+    API_KEY_CREDENTIAL_PREFIX, ATTEMPT_TIMEOUT_SECONDS, Account, ApiKeyState, LOCKOUT_LADDER,
+    MfaState, PendingAttempt, PendingVerification, REAUTH_LIMIT, SessionState, lock_seconds,
+    next_lock_at,
 };

@@ -21,6 +21,34 @@ pub fn lock_seconds(failures: u32) -> Option<i64> {
         .map(|(_, seconds)| *seconds)
 }
 
+/// The failure count at which the next lock starts, after `failures`.
+pub fn next_lock_at(failures: u32) -> u32 {
+    let first = LOCKOUT_LADDER
+        .iter()
+        .map(|(threshold, _)| *threshold)
+        .min()
+        .unwrap_or(1);
+    first.max(failures.saturating_add(1))
+}
+
+/// Wrong current passwords or codes one credential may present before it ends.
+pub const REAUTH_LIMIT: u32 = 5;
+
+/// A check still in flight after this long is taken to have died with its
+/// process, and no longer counts.
+pub const ATTEMPT_TIMEOUT_SECONDS: i64 = 30;
+
+/// How an API key names itself as the credential of a re-authentication.
+pub const API_KEY_CREDENTIAL_PREFIX: &str = "api_key:";
+
+/// A password or code check under way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingAttempt {
+    /// `None` for a sign-in; else the credential re-authenticating.
+    pub credential: Option<String>,
+    pub started_at: DateTime<Utc>,
+}
+
 /// One open session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionState {
@@ -72,6 +100,13 @@ pub struct Account {
     pub org_id: Option<String>,
     pub org_role: Option<String>,
     pub created_at: Option<DateTime<Utc>>,
+    pub last_login_at: Option<DateTime<Utc>>,
+    /// Checks under way, by attempt id.
+    pub attempts: BTreeMap<String, PendingAttempt>,
+    /// Wrong re-authentications per live credential.
+    pub reauth_failures: BTreeMap<String, u32>,
+    /// MFA step tokens already used, with their expiry.
+    pub spent_step_tokens: BTreeMap<String, DateTime<Utc>>,
 }
 
 impl Account {
@@ -98,6 +133,16 @@ impl Account {
             Some(remaining_seconds) => Err(AccountError::Locked { remaining_seconds }),
             None => Ok(()),
         }
+    }
+
+    /// Exists and is not disabled; a lock does not matter (signed-in
+    /// callers keep their sessions and security actions while it holds).
+    pub(super) fn ensure_active(&self) -> Result<(), AccountError> {
+        self.ensure_exists()?;
+        if self.disabled {
+            return Err(AccountError::Disabled);
+        }
+        Ok(())
     }
 
     pub(super) fn ensure_exists(&self) -> Result<(), AccountError> {

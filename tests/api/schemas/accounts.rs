@@ -52,6 +52,11 @@ fn account_variant(event: &AccountEvent) -> &'static str {
         E::UserDisabled { .. } => "UserDisabled",
         E::RoleChanged { .. } => "RoleChanged",
         E::JoinedOrganization { .. } => "JoinedOrganization",
+        E::AttemptStarted { .. } => "AttemptStarted",
+        E::AttemptEnded { .. } => "AttemptEnded",
+        E::ReauthFailed { .. } => "ReauthFailed",
+        E::MfaTokenSpent { .. } => "MfaTokenSpent",
+        E::UserEnabled { .. } => "UserEnabled",
     }
 }
 
@@ -120,7 +125,7 @@ fn every_login_method() -> [(LoginMethod, Option<SecondFactor>); 3] {
     all
 }
 
-fn every_revoke_reason() -> [RevokeReason; 9] {
+fn every_revoke_reason() -> [RevokeReason; 10] {
     use RevokeReason as R;
     let all = [
         R::Logout,
@@ -132,6 +137,7 @@ fn every_revoke_reason() -> [RevokeReason; 9] {
         R::AdminRevokeAll,
         R::RefreshReuse,
         R::Inactive,
+        R::ReauthFailed,
     ];
     for reason in all {
         match reason {
@@ -143,18 +149,25 @@ fn every_revoke_reason() -> [RevokeReason; 9] {
             | R::Disabled
             | R::AdminRevokeAll
             | R::RefreshReuse
-            | R::Inactive => {}
+            | R::Inactive
+            | R::ReauthFailed => {}
         }
     }
     all
 }
 
-fn every_key_revoke_reason() -> [KeyRevokeReason; 4] {
+fn every_key_revoke_reason() -> [KeyRevokeReason; 5] {
     use KeyRevokeReason as R;
-    let all = [R::Revoked, R::Replaced, R::Disabled, R::AdminRevokeAll];
+    let all = [
+        R::Revoked,
+        R::Replaced,
+        R::Disabled,
+        R::AdminRevokeAll,
+        R::ReauthFailed,
+    ];
     for reason in all {
         match reason {
-            R::Revoked | R::Replaced | R::Disabled | R::AdminRevokeAll => {}
+            R::Revoked | R::Replaced | R::Disabled | R::AdminRevokeAll | R::ReauthFailed => {}
         }
     }
     all
@@ -287,6 +300,35 @@ fn account_samples() -> Vec<AccountEvent> {
             at: at(18),
         });
     }
+    for credential in [
+        None,
+        Some(SESSION.to_owned()),
+        Some(format!("api_key:{}", key.key_id)),
+    ] {
+        events.push(E::AttemptStarted {
+            attempt_id: INVITE.to_owned(),
+            credential,
+            at: at(19),
+        });
+    }
+    events.push(E::AttemptEnded {
+        attempt_id: INVITE.to_owned(),
+        at: at(19),
+    });
+    events.push(E::ReauthFailed {
+        credential: SESSION.to_owned(),
+        failures: 1,
+        at: at(19),
+    });
+    events.push(E::MfaTokenSpent {
+        token_id: SESSION.to_owned(),
+        expires_at: at(20),
+        at: at(19),
+    });
+    events.push(E::UserEnabled {
+        by: ADMIN.to_owned(),
+        at: at(19),
+    });
     events
 }
 

@@ -72,6 +72,7 @@ async fn mfa_cannot_be_enabled_without_setup_and_reset_clears_it() {
     Given::with(())
         .given(vec![registered()])
         .when_async(AccountCommand::EnableMfa {
+            attempt: None,
             totp_step: 5,
             backup_code_hashes: vec![],
             at: t(1),

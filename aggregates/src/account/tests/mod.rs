@@ -1,6 +1,6 @@
 //! Given/when/then tests of the Account aggregate: shared givens here,
 //! sign-in and sessions in [`sign_in`], second factors, keys and
-//! verification in [`factors`].
+//! verification in [`factors`], reserved checks in [`attempts`].
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use cqrs_es::test::TestFramework;
@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::*;
 
+mod attempts;
 mod factors;
 mod sign_in;
 
@@ -55,6 +56,8 @@ pub(super) fn login(id: &str, at: i64, second_factor: Option<SecondFactor>) -> A
         session_id: id.to_owned(),
         device: Device::default(),
         second_factor,
+        step_token: None,
+        attempt: None,
         max_sessions: 10,
         refresh_expires_at: t(at + 604_800),
         at: t(at),

@@ -38,6 +38,7 @@ async fn the_fifth_failure_locks_for_a_minute() {
     Given::with(())
         .given(given)
         .when_async(AccountCommand::RecordLoginFailure {
+            attempt: None,
             reason: FailureReason::Password,
             at: t(10),
         })
@@ -65,6 +66,7 @@ async fn a_locked_account_names_the_remaining_seconds_and_counts_nothing() {
     Given::with(())
         .given(given)
         .when_async(AccountCommand::RecordLoginFailure {
+            attempt: None,
             reason: FailureReason::Password,
             at: t(69),
         })
@@ -80,6 +82,7 @@ async fn the_tenth_failure_locks_for_fifteen_minutes_and_the_fifteenth_for_an_ho
     let events = Given::with(())
         .given(nine)
         .when_async(AccountCommand::RecordLoginFailure {
+            attempt: None,
             reason: FailureReason::Password,
             at: t(100),
         })
@@ -92,6 +95,7 @@ async fn the_tenth_failure_locks_for_fifteen_minutes_and_the_fifteenth_for_an_ho
     let events = Given::with(())
         .given(fourteen)
         .when_async(AccountCommand::RecordLoginFailure {
+            attempt: None,
             reason: FailureReason::SecondFactor,
             at: t(1_000),
         })
@@ -240,6 +244,7 @@ async fn a_password_change_ends_every_session() {
     Given::with(())
         .given(vec![registered(), started("a", 1), started("b", 2)])
         .when_async(AccountCommand::ChangePassword {
+            attempt: None,
             password_hash: "new".to_owned(),
             at: t(3),
         })
