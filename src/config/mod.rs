@@ -13,7 +13,7 @@ use std::time::Duration;
 
 pub use agents::{AgentSettings, ProviderSettings};
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
-pub use http::{HttpSettings, RateLimitSettings};
+pub use http::{ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
 

@@ -90,6 +90,44 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         }
     }
 
+    /// A whole number from `min` to `max`, or `default` when unset. Every
+    /// limit is read this way, so that a value the code cannot work with
+    /// (a rate whose interval rounds to zero, a zero timeout) stops the start
+    /// instead of failing requests later.
+    pub fn within(
+        &self,
+        variable: &'static str,
+        min: u64,
+        max: u64,
+        default: u64,
+    ) -> Result<u64, ConfigError> {
+        match self.get(variable) {
+            None => Ok(default),
+            Some(text) => text
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        variable,
+                        format!("must be a whole number from {min} to {max}, not {text:?}"),
+                    )
+                }),
+        }
+    }
+
+    /// [`Self::within`] for values that fit in 32 bits.
+    pub fn within_u32(
+        &self,
+        variable: &'static str,
+        min: u32,
+        max: u32,
+        default: u32,
+    ) -> Result<u32, ConfigError> {
+        self.within(variable, min.into(), max.into(), default.into())
+            .map(|n| u32::try_from(n).unwrap_or(max))
+    }
+
     /// A number of at least `min`, or `default` when unset.
     pub fn at_least(
         &self,

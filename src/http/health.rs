@@ -14,7 +14,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::routes;
 
-use super::ratelimit::{Backend, PathLimit};
+use super::ratelimit::{Backend, Endpoint, PathLimit};
 use super::routes::{RouteSpec, Routes};
 use crate::app::App;
 use crate::bus::Bus;
@@ -27,7 +27,7 @@ pub fn routes() -> Routes {
             RouteSpec::new()
                 .public()
                 .v2_at("/api/v2/system/health")
-                .limit(PathLimit::Endpoint(120)),
+                .limit(PathLimit::Endpoint(Endpoint::Health)),
         )
         .add(
             routes!(detailed),

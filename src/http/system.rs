@@ -137,9 +137,9 @@ async fn rate_limit_config(
         .mounts()
         .iter()
         .filter_map(|mount| match mount.limit {
-            Some(PathLimit::Endpoint(per_minute)) => Some(EndpointLimit {
+            Some(PathLimit::Endpoint(endpoint)) => Some(EndpointLimit {
                 path: mount.path.clone(),
-                quota: limiter.bursty(per_minute),
+                quota: limiter.endpoint_quota(endpoint),
             }),
             _ => None,
         })

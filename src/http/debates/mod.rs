@@ -9,7 +9,7 @@ pub mod views;
 
 use utoipa_axum::routes;
 
-use super::ratelimit::{Action, PathLimit};
+use super::ratelimit::{Action, Endpoint, PathLimit};
 use super::routes::{RouteSpec, Routes};
 
 pub use read::page_limit;
@@ -27,7 +27,7 @@ pub fn routes() -> Routes {
         .add(
             routes!(read::list_debates),
             RouteSpec::new()
-                .limit(PathLimit::Endpoint(60))
+                .limit(PathLimit::Endpoint(Endpoint::DebateList))
                 .deprecated_alias("/api/debates/list"),
         )
         .add(routes!(read::get_debate), RouteSpec::new())

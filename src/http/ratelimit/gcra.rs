@@ -26,7 +26,8 @@ pub struct Outcome {
 impl Quota {
     /// Microseconds between two cells at the sustained rate.
     pub fn emission(&self) -> Micros {
-        60_000_000 / Micros::from(self.per_minute.max(1))
+        // Settings cap the rate at one a microsecond; never divide by zero.
+        (60_000_000 / Micros::from(self.per_minute.max(1))).max(1)
     }
 
     fn tolerance(&self) -> Micros {

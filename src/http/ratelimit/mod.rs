@@ -130,11 +130,18 @@ impl AuthPath {
     }
 }
 
+/// Routes with a per-caller limit of their own (§8.1 "endpoint limits").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Health,
+    DebateList,
+}
+
 /// The limit a route carries beyond the global and per-user ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathLimit {
-    /// Per caller (user, else address) per minute on this route.
-    Endpoint(u32),
+    /// Per caller (user, else address) on this route.
+    Endpoint(Endpoint),
     /// Per address, strict.
     Auth(AuthPath),
 }
@@ -289,8 +296,9 @@ impl RateLimiter {
     pub fn auth_quota(&self, path: AuthPath) -> Quota {
         let per_minute = match path {
             AuthPath::Login => self.inner.settings.login_per_minute,
-            AuthPath::Register => 5,
-            AuthPath::Oauth | AuthPath::Sso => 20,
+            AuthPath::Register => self.inner.settings.named.register,
+            AuthPath::Oauth => self.inner.settings.named.oauth,
+            AuthPath::Sso => self.inner.settings.named.sso,
         };
         Quota {
             per_minute,
@@ -306,12 +314,21 @@ impl RateLimiter {
                 None => self.inner.settings.default_per_minute,
             },
             Action::DebateCreate => self.inner.settings.debate_create_per_minute,
-            Action::Vote => 30,
-            Action::AgentCall => 120,
-            Action::Export => 5,
-            Action::Admin => 300,
+            Action::Vote => self.inner.settings.named.vote,
+            Action::AgentCall => self.inner.settings.named.agent_call,
+            Action::Export => self.inner.settings.named.export,
+            Action::Admin => self.inner.settings.named.admin,
         };
         self.bursty(per_minute)
+    }
+
+    /// A route's own per-caller bucket.
+    pub fn endpoint_quota(&self, endpoint: Endpoint) -> Quota {
+        let named = &self.inner.settings.named;
+        self.bursty(match endpoint {
+            Endpoint::Health => named.health,
+            Endpoint::DebateList => named.debate_list,
+        })
     }
 
     /// One bucket; `None` when the request passes uncounted (fail open).
@@ -347,10 +364,10 @@ impl RateLimiter {
                 self.auth_quota(path),
                 None,
             )),
-            (Some(PathLimit::Endpoint(per_minute)), Some(route)) => buckets.push((
+            (Some(PathLimit::Endpoint(endpoint)), Some(route)) => buckets.push((
                 format!("endpoint:{route}"),
                 subject,
-                self.bursty(per_minute),
+                self.endpoint_quota(endpoint),
                 None,
             )),
             _ => {}
