@@ -82,6 +82,22 @@ impl Auth {
         Ok(count_revoked(&events))
     }
 
+    /// Lets a disabled `user_id` sign in again (its sessions and API key
+    /// stay revoked). Enabling an enabled account changes nothing.
+    pub async fn enable(&self, admin: &str, user_id: &str) -> Result<(), AuthError> {
+        self.existing(user_id).await?;
+        let enable = AccountCommand::Enable {
+            by: admin.to_owned(),
+            at: self.clock().now(),
+        };
+        self.command(user_id, enable, admin).await?;
+        // Listed as enabled everywhere before the answer goes out.
+        self.docs()
+            .wait_for::<Accounts>(user_id, super::READ_MODEL_WAIT, |view| !view.disabled)
+            .await?;
+        Ok(())
+    }
+
     /// Ends every session of `user_id` and revokes its API key.
     pub async fn revoke_all(&self, admin: &str, user_id: &str) -> Result<usize, AuthError> {
         self.existing(user_id).await?;
@@ -128,7 +144,7 @@ impl Auth {
         self.await_key_gone(user_id).await
     }
 
-    async fn await_key_gone(&self, user_id: &str) -> Result<(), AuthError> {
+    pub(super) async fn await_key_gone(&self, user_id: &str) -> Result<(), AuthError> {
         self.docs()
             .wait_for::<Accounts>(user_id, super::READ_MODEL_WAIT, |view| {
                 view.api_key.is_none()

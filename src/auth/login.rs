@@ -1,18 +1,18 @@
-//! Registration, sign-in (with its second factor), refresh, sign-out,
-//! password change and the caller's own sessions.
+//! Registration and sign-in (with its second factor).
 
-use agon_aggregates::account::Device;
+use std::time::Instant;
+
 use agon_aggregates::account::{
-    Account, AccountCommand, FailureReason, RevokeReason, Role, SecondFactor,
+    Account, AccountCommand, Device, FailureReason, Role, SecondFactor, StepToken,
 };
 use agon_aggregates::email_claim::{EmailClaimCommand, normalize_email};
 use agon_aggregates::{CommandMeta, email_claim::EmailClaim};
 use agon_projections::Sessions;
-use agon_projections::accounts::SessionView;
-use chrono::{DateTime, Duration, Utc};
+use chrono::DateTime;
 
+use super::attempts::{DECOY_ACCOUNT, Gate, detached};
 use super::tokens::TokenPair;
-use super::{Auth, AuthError, Caller};
+use super::{Auth, AuthError};
 use crate::crypto::jwt::TokenType;
 use crate::crypto::password::check_policy;
 use crate::crypto::secrets::{normalize_backup_code, sha256_hex};
@@ -98,33 +98,89 @@ impl Auth {
         Ok(account)
     }
 
-    /// Checks email and password; opens a session or asks for the second factor.
+    /// Checks email and password; opens a session or asks for the second
+    /// factor. The check is reserved first (see [`super::attempts`]) and
+    /// runs as its own task, so a client hanging up cannot strand it.
     pub async fn login(
         &self,
         email: &str,
         password: &str,
         device: Device,
     ) -> Result<LoginOutcome, AuthError> {
-        let account = if email.chars().count() <= MAX_EMAIL_CHARS {
-            self.account_by_email(email).await?
+        let (auth, email, password) = (self.clone(), email.to_owned(), password.to_owned());
+        detached(async move { auth.login_detached(&email, password, device).await }).await
+    }
+
+    async fn login_detached(
+        &self,
+        email: &str,
+        password: String,
+        device: Device,
+    ) -> Result<LoginOutcome, AuthError> {
+        let user_id = if email.chars().count() <= MAX_EMAIL_CHARS {
+            self.log()
+                .load::<EmailClaim>(&normalize_email(email))
+                .await?
+                .user_id
         } else {
             None
         };
-        if let Some(account) = &account
-            && let Some(remaining_seconds) = account.lock_remaining(self.clock().now())
-        {
-            return Err(AuthError::Locked { remaining_seconds });
-        }
-        let stored = account.as_ref().map(|a| a.password_hash.clone());
-        let matches = self.hasher().verify(password.to_owned(), stored).await;
-        let Some(account) = account else {
+        let Some(user_id) = user_id else {
+            // The same reads and Argon2 work as a known address; a wait as
+            // long as a known address's appends stands in for them.
+            self.log().load::<Account>(DECOY_ACCOUNT).await?;
+            self.hasher().verify(password, None).await;
+            tokio::time::sleep(self.inner.attempts.pad()).await;
             return Err(AuthError::InvalidCredentials);
         };
-        if !matches {
-            self.record_failure(&account.user_id, FailureReason::Password)
-                .await?;
+        let gate = self.inner.attempts.gate(&user_id);
+        let result = self.password_step(&gate, &user_id, password, device).await;
+        self.inner.attempts.release(&user_id, gate);
+        result
+    }
+
+    async fn password_step(
+        &self,
+        gate: &Gate,
+        user_id: &str,
+        password: String,
+        device: Device,
+    ) -> Result<LoginOutcome, AuthError> {
+        let appending = Instant::now();
+        let (attempt_id, account) = match self.reserve(gate, user_id, None).await {
+            Err(AuthError::NotFound { .. }) => return Err(AuthError::InvalidCredentials),
+            other => other?,
+        };
+        let mut appends = appending.elapsed();
+        let stored = Some(account.password_hash.clone());
+        if !self.hasher().verify(password, stored).await {
+            let appending = Instant::now();
+            let failure = AccountCommand::RecordLoginFailure {
+                reason: FailureReason::Password,
+                attempt: Some(attempt_id),
+                at: self.clock().now(),
+            };
+            self.gated(gate, user_id, failure).await?;
+            appends += appending.elapsed();
+            self.inner.attempts.record_appends(appends);
             return Err(AuthError::InvalidCredentials);
         }
+        let outcome = self
+            .password_right(gate, account, &attempt_id, device)
+            .await;
+        if !matches!(outcome, Ok(LoginOutcome::Signed { .. })) {
+            self.end_attempt(gate, user_id, &attempt_id).await;
+        }
+        outcome
+    }
+
+    async fn password_right(
+        &self,
+        gate: &Gate,
+        account: Account,
+        attempt_id: &str,
+        device: Device,
+    ) -> Result<LoginOutcome, AuthError> {
         if account.disabled {
             return Err(AuthError::Disabled);
         }
@@ -134,10 +190,18 @@ impl Auth {
                 mfa_token: self.issue_mfa_token(&account.user_id)?,
             });
         }
-        self.open_session(&account.user_id, device, None).await
+        let opening = Opening {
+            device,
+            second_factor: None,
+            step_token: None,
+            attempt_id,
+        };
+        self.open_session(gate, &account.user_id, opening).await
     }
 
-    /// Finishes a sign-in that needed a second factor.
+    /// Finishes a sign-in that needed a second factor. The code check is
+    /// reserved like a password check and counts towards the same lock; the
+    /// step token finishes one sign-in only.
     pub async fn login_second_factor(
         &self,
         mfa_token: &str,
@@ -145,25 +209,68 @@ impl Auth {
         device: Device,
     ) -> Result<LoginOutcome, AuthError> {
         let claims = self.check_token(mfa_token, TokenType::Mfa)?;
-        let account = self.account(&claims.sub).await?;
-        if let Some(remaining_seconds) = account.lock_remaining(self.clock().now()) {
-            return Err(AuthError::Locked { remaining_seconds });
-        }
-        let Some(factor) = self.second_factor(&account, code)? else {
-            self.record_failure(&account.user_id, FailureReason::SecondFactor)
-                .await?;
-            return Err(AuthError::InvalidCode);
+        let (auth, code) = (self.clone(), code.to_owned());
+        detached(async move {
+            let user_id = claims.sub.clone();
+            let gate = auth.inner.attempts.gate(&user_id);
+            let step_token = StepToken {
+                token_id: claims.jti,
+                expires_at: DateTime::from_timestamp(claims.exp, 0).unwrap_or_default(),
+            };
+            let result = auth
+                .second_factor_step(&gate, &user_id, step_token, &code, device)
+                .await;
+            auth.inner.attempts.release(&user_id, gate);
+            result
+        })
+        .await
+    }
+
+    async fn second_factor_step(
+        &self,
+        gate: &Gate,
+        user_id: &str,
+        step_token: StepToken,
+        code: &str,
+        device: Device,
+    ) -> Result<LoginOutcome, AuthError> {
+        let (attempt_id, account) = match self.reserve(gate, user_id, None).await {
+            Err(AuthError::NotFound { .. }) => return Err(AuthError::InvalidToken),
+            other => other?,
         };
-        match self
-            .open_session(&account.user_id, device, Some(factor))
-            .await
-        {
+        let outcome = if account.step_token_spent(&step_token.token_id) {
+            Err(AuthError::InvalidToken)
+        } else {
+            match self.second_factor(&account, code) {
+                Ok(Some(factor)) => {
+                    let opening = Opening {
+                        device,
+                        second_factor: Some(factor),
+                        step_token: Some(step_token),
+                        attempt_id: &attempt_id,
+                    };
+                    self.open_session(gate, user_id, opening).await
+                }
+                Ok(None) => Err(AuthError::InvalidCode),
+                Err(e) => Err(e),
+            }
+        };
+        match outcome {
+            // A wrong or replayed code: a failed sign-in.
             Err(AuthError::InvalidCode) => {
-                self.record_failure(&account.user_id, FailureReason::SecondFactor)
-                    .await?;
+                let failure = AccountCommand::RecordLoginFailure {
+                    reason: FailureReason::SecondFactor,
+                    attempt: Some(attempt_id),
+                    at: self.clock().now(),
+                };
+                self.gated(gate, user_id, failure).await?;
                 Err(AuthError::InvalidCode)
             }
-            other => other,
+            Ok(LoginOutcome::Signed { .. }) => outcome,
+            other => {
+                self.end_attempt(gate, user_id, &attempt_id).await;
+                other
+            }
         }
     }
 
@@ -195,19 +302,6 @@ impl Auth {
             .then_some(SecondFactor::BackupCode { code_hash }))
     }
 
-    async fn record_failure(&self, user_id: &str, reason: FailureReason) -> Result<(), AuthError> {
-        let failure = AccountCommand::RecordLoginFailure {
-            reason,
-            attempt: None,
-            at: self.clock().now(),
-        };
-        match self.command(user_id, failure, user_id).await {
-            // Locked by a concurrent attempt: the failure answer stands.
-            Ok(_) | Err(AuthError::Locked { .. }) => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
     /// Grants `admin` to accounts listed in `SERVICE_ADMIN_EMAILS`.
     async fn apply_admin_list(&self, account: Account) -> Result<Account, AuthError> {
         if account.role == Role::Admin || !self.settings().admin_emails.contains(&account.email) {
@@ -223,23 +317,23 @@ impl Auth {
 
     async fn open_session(
         &self,
+        gate: &Gate,
         user_id: &str,
-        device: Device,
-        second_factor: Option<SecondFactor>,
+        opening: Opening<'_>,
     ) -> Result<LoginOutcome, AuthError> {
         let now = self.clock().now();
         let session_id = uuid::Uuid::new_v4().to_string();
         let login = AccountCommand::Login {
             session_id: session_id.clone(),
-            device,
-            second_factor,
-            step_token: None,
-            attempt: None,
+            device: opening.device,
+            second_factor: opening.second_factor,
+            step_token: opening.step_token,
+            attempt: Some(opening.attempt_id.to_owned()),
             max_sessions: self.settings().max_sessions,
             refresh_expires_at: self.refresh_expiry(now),
             at: now,
         };
-        let (account, _) = self.command(user_id, login, user_id).await?;
+        let (account, _) = self.gated(gate, user_id, login).await?;
         self.touch(&session_id, now.timestamp()).await?;
         // An evicted session must stop working, and the new one be listed,
         // before the tokens are handed out (events are projected in order, so
@@ -253,128 +347,14 @@ impl Auth {
             account: Box::new(account),
         })
     }
-
-    /// Exchanges a refresh token for a new pair; a reused one ends its session.
-    pub async fn refresh(&self, refresh_token: &str) -> Result<TokenPair, AuthError> {
-        let claims = self.check_token(refresh_token, TokenType::Refresh)?;
-        let generation = claims.generation.ok_or(AuthError::InvalidToken)?;
-        self.check_activity(&claims.sub, &claims.jti).await?;
-        let now = self.clock().now();
-        let refresh = AccountCommand::Refresh {
-            session_id: claims.jti.clone(),
-            generation,
-            refresh_expires_at: self.refresh_expiry(now),
-            at: now,
-        };
-        let (account, events) = self.command(&claims.sub, refresh, &claims.sub).await?;
-        let Some(session) = account.sessions.get(&claims.jti) else {
-            self.await_revocations(&events).await?;
-            tracing::warn!(user_id = %claims.sub, session_id = %claims.jti, "refresh token reused; session revoked");
-            return Err(AuthError::InvalidToken);
-        };
-        self.issue_pair(&account, &claims.jti, session.refresh_generation)
-    }
-
-    /// Ends the caller's own session (or another of the caller's sessions).
-    pub async fn end_session(
-        &self,
-        caller: &Caller,
-        session_id: &str,
-        reason: RevokeReason,
-    ) -> Result<(), AuthError> {
-        let account = self.account(&caller.user_id).await?;
-        if !account.sessions.contains_key(session_id) {
-            return Err(AuthError::NotFound {
-                resource_type: "session",
-                resource_id: session_id.to_owned(),
-            });
-        }
-        let end = AccountCommand::EndSession {
-            session_id: session_id.to_owned(),
-            reason,
-            at: self.clock().now(),
-        };
-        let (_, events) = self.command(&caller.user_id, end, &caller.user_id).await?;
-        self.await_revocations(&events).await
-    }
-
-    /// Ends every session of the caller but the current one; returns how many.
-    pub async fn end_other_sessions(&self, caller: &Caller) -> Result<usize, AuthError> {
-        let keep = caller.session_id().unwrap_or_default().to_owned();
-        let revoke = AccountCommand::RevokeOtherSessions {
-            keep,
-            at: self.clock().now(),
-        };
-        let (_, events) = self
-            .command(&caller.user_id, revoke, &caller.user_id)
-            .await?;
-        self.await_revocations(&events).await?;
-        Ok(events.len())
-    }
-
-    /// The caller's open sessions, newest first.
-    pub async fn sessions(
-        &self,
-        user_id: &str,
-    ) -> Result<Vec<(SessionView, Option<i64>)>, AuthError> {
-        let mut open: Vec<SessionView> = self
-            .docs()
-            .owned_by::<Sessions>(user_id)
-            .await?
-            .into_iter()
-            .filter(|s| s.revoked_at.is_none())
-            .collect();
-        open.sort_by_key(|s| std::cmp::Reverse(s.created_at));
-        let mut listed = Vec::with_capacity(open.len());
-        for session in open {
-            let last = self.last_activity(&session.session_id).await?;
-            listed.push((session, last));
-        }
-        Ok(listed)
-    }
-
-    /// Changes the caller's password after checking the current one; every
-    /// session ends, this one included. Returns how many ended.
-    pub async fn change_password(
-        &self,
-        caller: &Caller,
-        current: &str,
-        new: &str,
-    ) -> Result<usize, AuthError> {
-        let account = self.account(&caller.user_id).await?;
-        let matches = self
-            .hasher()
-            .verify(current.to_owned(), Some(account.password_hash.clone()))
-            .await;
-        if !matches {
-            return Err(AuthError::Forbidden(
-                "Current password is incorrect".to_owned(),
-            ));
-        }
-        check_policy(new).map_err(|e| AuthError::Invalid(e.to_string()))?;
-        let password_hash = self
-            .hasher()
-            .hash(new.to_owned())
-            .await
-            .map_err(|e| AuthError::Internal(e.to_string()))?;
-        let change = AccountCommand::ChangePassword {
-            password_hash,
-            attempt: None,
-            at: self.clock().now(),
-        };
-        let (_, events) = self
-            .command(&caller.user_id, change, &caller.user_id)
-            .await?;
-        self.await_revocations(&events).await?;
-        Ok(events.len().saturating_sub(1))
-    }
 }
 
-impl Auth {
-    /// When a refresh token issued at `now` stops working.
-    fn refresh_expiry(&self, now: DateTime<Utc>) -> DateTime<Utc> {
-        now + Duration::from_std(self.settings().refresh_ttl).unwrap_or(Duration::MAX)
-    }
+/// What a sign-in whose checks passed opens its session with.
+struct Opening<'a> {
+    device: Device,
+    second_factor: Option<SecondFactor>,
+    step_token: Option<StepToken>,
+    attempt_id: &'a str,
 }
 
 /// A backup code is hashed with its user id, so equal codes of two users differ.

@@ -9,13 +9,16 @@
 
 pub mod activity;
 pub mod admin;
+mod attempts;
 pub mod authenticate;
 pub mod caller;
 pub mod device;
+pub mod directory;
 pub mod error;
 pub mod login;
 pub mod mfa;
 pub mod rbac;
+pub mod sessions;
 pub mod signup;
 pub mod tokens;
 
@@ -77,6 +80,7 @@ struct Inner {
     log: EventLog,
     docs: Documents,
     clock: Clock,
+    attempts: attempts::Attempts,
 }
 
 impl Auth {
@@ -124,6 +128,7 @@ impl Auth {
                 docs: Documents::new(log.clone()),
                 log,
                 clock,
+                attempts: attempts::Attempts::default(),
             }),
         })
     }

@@ -51,11 +51,21 @@ pub enum ApiError {
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// Seconds a client is told to wait (`Retry-After`) before trying again
+/// after a 503: about how long a database or bus failover takes to show.
+pub const UNAVAILABLE_RETRY_AFTER_SECS: i64 = 2;
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
+        if e.is_unavailable() {
+            return ApiError::Unavailable(UNAVAILABLE_MESSAGE.to_owned());
+        }
         ApiError::Internal(Box::new(e))
     }
 }
+
+/// What a client reads while the database is away.
+const UNAVAILABLE_MESSAGE: &str = "The service is temporarily unavailable; retry shortly";
 
 impl ApiError {
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -112,9 +122,26 @@ impl ApiError {
                 report.details = json!({"retry_after": remaining_seconds});
                 report.retry_after = Some(remaining_seconds);
             }
+            ApiError::Unavailable(_) => {
+                report.retry_after = Some(UNAVAILABLE_RETRY_AFTER_SECS);
+            }
             ApiError::Internal(cause) => {
+                let chain = error_chain(cause.as_ref());
+                // A database outage that reached here as text (through a
+                // command's or the accounts service's error) is still an
+                // outage: 503, never 500.
+                if crate::store::unavailable_in(&chain) {
+                    report = ErrorReport::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "SERVICE_UNAVAILABLE",
+                        UNAVAILABLE_MESSAGE,
+                    );
+                    report.retry_after = Some(UNAVAILABLE_RETRY_AFTER_SECS);
+                    tracing::warn!(cause = %chain, "request refused: database unavailable");
+                    return report;
+                }
                 report.message = "Internal server error".to_owned();
-                report.internal_cause = Some(error_chain(cause.as_ref()));
+                report.internal_cause = Some(chain);
             }
             _ => {}
         }
@@ -143,7 +170,8 @@ pub struct ErrorReport {
     pub resource_type: Option<String>,
     pub resource_id: Option<String>,
     pub rate_limit: Option<Verdict>,
-    /// Seconds for a `Retry-After` header outside rate limiting (a lockout).
+    /// Seconds for a `Retry-After` header outside rate limiting (a lockout,
+    /// a 503 while the database is away).
     pub retry_after: Option<i64>,
     /// Logged by the middleware; never sent.
     pub internal_cause: Option<String>,
@@ -179,6 +207,11 @@ impl ErrorReport {
             StatusCode::REQUEST_TIMEOUT => ("REQUEST_TIMEOUT", "The request took too long"),
             StatusCode::CONFLICT => ("CONFLICT", "The request conflicts with the current state"),
             StatusCode::PAYLOAD_TOO_LARGE => ("PAYLOAD_TOO_LARGE", "Request body too large"),
+            StatusCode::URI_TOO_LONG => ("URI_TOO_LONG", "Request target too long"),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => (
+                "REQUEST_HEADER_FIELDS_TOO_LARGE",
+                "Request headers too large",
+            ),
             StatusCode::UNSUPPORTED_MEDIA_TYPE => {
                 ("UNSUPPORTED_MEDIA_TYPE", "Unsupported media type")
             }

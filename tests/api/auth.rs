@@ -510,33 +510,45 @@ async fn mfa_needs_a_fresh_code_and_backup_codes_work_once() {
         .collect();
     assert_eq!(backups.len(), 10);
 
-    let challenge = login(base, "mia@example.com", PASSWORD).await;
-    assert_eq!(challenge["mfa_required"], true);
-    assert!(challenge.get("access_token").is_none());
-    let mfa_token = challenge["mfa_token"].as_str().unwrap().to_owned();
-    let verify = |code: String| {
-        let (url, token) = (format!("{base}/api/auth/mfa/verify"), mfa_token.clone());
+    let challenge = || async {
+        let challenge = login(base, "mia@example.com", PASSWORD).await;
+        assert_eq!(challenge["mfa_required"], true);
+        assert!(challenge.get("access_token").is_none());
+        challenge["mfa_token"].as_str().unwrap().to_owned()
+    };
+    let verify = |mfa_token: String, code: String| {
+        let url = format!("{base}/api/auth/mfa/verify");
         async move {
             call(
                 Method::POST,
                 &url,
                 None,
-                Some(json!({"mfa_token": token, "code": code})),
+                Some(json!({"mfa_token": mfa_token, "code": code})),
             )
             .await
         }
     };
+    let mfa_token = challenge().await;
     // The code that enabled MFA was spent: the same step is refused.
-    assert_eq!(verify(code(clock)).await.0, 401);
+    assert_eq!(verify(mfa_token.clone(), code(clock)).await.0, 401);
     clock.advance(Duration::from_secs(30));
-    let (status, signed) = verify(code(clock)).await;
+    let (status, signed) = verify(mfa_token.clone(), code(clock)).await;
     assert_eq!(status, 200, "{signed}");
     assert!(signed["access_token"].is_string());
-    assert_eq!(verify(code(clock)).await.0, 401, "TOTP replay refused");
-    let (status, _) = verify(backups[0].to_lowercase()).await;
+    assert!(signed["user"]["last_login_at"].is_string(), "{signed}");
+    // The step token finished its sign-in: it works once, even with a good code.
+    let (status, body) = verify(mfa_token, backups[1].clone()).await;
+    assert_eq!((status, message(&body)), (401, "Invalid token"));
+    let mfa_token = challenge().await;
+    assert_eq!(
+        verify(mfa_token.clone(), code(clock)).await.0,
+        401,
+        "TOTP replay refused"
+    );
+    let (status, _) = verify(mfa_token, backups[0].to_lowercase()).await;
     assert_eq!(status, 200, "backup codes ignore case");
     assert_eq!(
-        verify(backups[0].clone()).await.0,
+        verify(challenge().await, backups[0].clone()).await.0,
         401,
         "backup code reused"
     );

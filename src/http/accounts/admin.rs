@@ -1,10 +1,12 @@
-//! Admin controls over accounts: lock status, unlock, MFA reset, disable,
-//! revoke everything.
+//! Admin controls over accounts: the user directory, lock status, unlock,
+//! MFA reset, disable and enable, revoke everything.
 
-use axum::Json;
-use axum::extract::State;
-use serde::Serialize;
-use utoipa::ToSchema;
+use agon_projections::accounts::AccountView;
+use axum::extract::{OriginalUri, State};
+use axum::{Extension, Json};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
 use super::Done;
@@ -13,9 +15,10 @@ use crate::auth::Caller;
 use crate::auth::admin::LockoutStatus;
 use crate::auth::rbac::Permission;
 use crate::http::error::ApiError;
-use crate::http::extract::ApiPath;
+use crate::http::extract::{ApiPath, ApiQuery};
 use crate::http::ratelimit::Action;
 use crate::http::routes::{RouteSpec, Routes};
+use crate::http::version::ListLinks;
 
 pub fn routes() -> Routes {
     let admin = || {
@@ -29,11 +32,143 @@ pub fn routes() -> Routes {
             .action(Action::Admin)
     };
     Routes::new()
+        .add(routes!(list_users), admin())
         .add(routes!(lockout_status), admin())
         .add(routes!(unlock_user), admin())
         .add(routes!(reset_user_mfa), admin())
         .add(routes!(disable_user), legacy_admin())
+        .add(routes!(enable_user), legacy_admin())
         .add(routes!(revoke_user_tokens), legacy_admin())
+}
+
+/// Default page size of the user directory.
+const DEFAULT_LIMIT: u32 = 20;
+/// Largest page of the user directory.
+const MAX_LIMIT: u32 = 100;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UsersQuery {
+    /// Only users whose email or name contains this text (any case).
+    #[param(max_length = 254)]
+    pub search: Option<String>,
+    /// Page size, default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<u32>,
+    #[param(minimum = 0)]
+    pub offset: Option<i64>,
+}
+
+/// A user as admins see it in the directory.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AdminUser {
+    pub user_id: String,
+    pub email: String,
+    pub name: String,
+    /// `user` or `admin`.
+    pub role: String,
+    pub email_verified: bool,
+    pub mfa_enabled: bool,
+    pub disabled: bool,
+    pub failed_login_count: u32,
+    pub locked_until: Option<DateTime<Utc>>,
+    pub org_id: Option<String>,
+    pub has_api_key: bool,
+    pub created_at: DateTime<Utc>,
+    pub last_login_at: Option<DateTime<Utc>>,
+}
+
+impl From<AccountView> for AdminUser {
+    fn from(view: AccountView) -> Self {
+        Self {
+            user_id: view.user_id,
+            email: view.email,
+            name: view.name,
+            role: view.role.as_str().to_owned(),
+            email_verified: view.email_verified,
+            mfa_enabled: view.mfa_enabled,
+            disabled: view.disabled,
+            failed_login_count: view.failed_login_count,
+            locked_until: view.locked_until,
+            org_id: view.org_id,
+            has_api_key: view.api_key.is_some(),
+            created_at: view.created_at,
+            last_login_at: view.last_login_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserList {
+    pub users: Vec<AdminUser>,
+    /// Users matching the search, over all pages.
+    pub total: u64,
+    pub count: usize,
+    pub limit: u32,
+    pub offset: u64,
+}
+
+/// Lists users, newest first; `search` narrows to emails or names
+/// containing it.
+#[utoipa::path(get, path = "/api/admin/users", tag = "admin", params(UsersQuery),
+    responses((status = 200, body = UserList),
+        (status = 400, description = "limit or offset out of range"),
+        (status = 422, description = "search longer than 254 characters")))]
+async fn list_users(
+    State(app): State<App>,
+    OriginalUri(uri): OriginalUri,
+    ApiQuery(query): ApiQuery<UsersQuery>,
+) -> Result<(Extension<ListLinks>, Json<UserList>), ApiError> {
+    let limit = match query.limit {
+        None => DEFAULT_LIMIT,
+        Some(limit) if (1..=MAX_LIMIT).contains(&limit) => limit,
+        Some(_) => {
+            return Err(ApiError::bad_request(format!(
+                "limit must be between 1 and {MAX_LIMIT}"
+            )));
+        }
+    };
+    let offset = u64::try_from(query.offset.unwrap_or(0))
+        .map_err(|_| ApiError::bad_request("offset must not be negative"))?;
+    let search = query.search.as_deref();
+    let (users, total) = app.auth.list_users(search, limit, offset).await?;
+    let count = users.len();
+    let page = |offset: u64| {
+        let mut link = format!("{}?limit={limit}&offset={offset}", uri.path());
+        if let Some(search) = search {
+            link.push_str("&search=");
+            link.push_str(&query_escape(search));
+        }
+        link
+    };
+    let links = ListLinks {
+        next: (offset + (count as u64) < total).then(|| page(offset + u64::from(limit))),
+        prev: (offset > 0).then(|| page(offset.saturating_sub(u64::from(limit)))),
+    };
+    Ok((
+        Extension(links),
+        Json(UserList {
+            users: users.into_iter().map(AdminUser::from).collect(),
+            total,
+            count,
+            limit,
+            offset,
+        }),
+    ))
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters pass).
+fn query_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// A user's lock: `locked_until`, remaining seconds, failed login count.
@@ -94,6 +229,25 @@ async fn disable_user(
         success: true,
         user_id: id,
         sessions_revoked,
+    }))
+}
+
+/// Re-enables a disabled user: sign-in works again. Sessions and the API
+/// key revoked by the disable stay revoked. Enabling an enabled user is a
+/// no-op.
+#[utoipa::path(post, path = "/admin/users/{id}/enable", tag = "admin",
+    params(("id" = String, Path)),
+    responses((status = 200, body = AccountAction), (status = 404, description = "No such user")))]
+async fn enable_user(
+    State(app): State<App>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<AccountAction>, ApiError> {
+    app.auth.enable(&caller.user_id, &id).await?;
+    Ok(Json(AccountAction {
+        success: true,
+        user_id: id,
+        sessions_revoked: 0,
     }))
 }
 

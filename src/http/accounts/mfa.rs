@@ -30,7 +30,7 @@ pub struct CodeBody {
 
 /// Starts MFA setup: returns a new TOTP secret and its otpauth URI.
 #[utoipa::path(post, path = "/api/auth/mfa/setup", tag = "auth",
-    responses((status = 200, body = MfaSetup), (status = 409, description = "MFA already enabled")))]
+    responses((status = 200, body = MfaSetup), (status = 409, description = "MFA is already enabled")))]
 async fn mfa_setup(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,
@@ -47,13 +47,15 @@ pub struct MfaEnabled {
 
 /// Turns MFA on after checking a first code from the authenticator.
 #[utoipa::path(post, path = "/api/auth/mfa/enable", tag = "auth", request_body = CodeBody,
-    responses((status = 200, body = MfaEnabled), (status = 401, description = "Invalid code")))]
+    responses((status = 200, body = MfaEnabled),
+        (status = 401, description = "Invalid authentication code; at the fifth wrong code with this session or key, it has ended"),
+        (status = 409, description = "MFA is already enabled; setup has not been started; or enough code checks of this session or key are already under way to reach the limit")))]
 async fn mfa_enable(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<CodeBody>,
 ) -> Result<Json<MfaEnabled>, ApiError> {
-    let backup_codes = app.auth.enable_mfa(&caller.user_id, &body.code).await?;
+    let backup_codes = app.auth.enable_mfa(&caller, &body.code).await?;
     Ok(Json(MfaEnabled {
         success: true,
         backup_codes,
@@ -62,12 +64,14 @@ async fn mfa_enable(
 
 /// Turns MFA off; needs a current TOTP code or a backup code.
 #[utoipa::path(post, path = "/api/auth/mfa/disable", tag = "auth", request_body = CodeBody,
-    responses((status = 200, body = Done), (status = 401, description = "Invalid code")))]
+    responses((status = 200, body = Done),
+        (status = 401, description = "Invalid authentication code; at the fifth wrong code with this session or key, it has ended"),
+        (status = 409, description = "MFA is not enabled, or enough code checks of this session or key are already under way to reach the limit")))]
 async fn mfa_disable(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<CodeBody>,
 ) -> Result<Json<Done>, ApiError> {
-    app.auth.disable_mfa(&caller.user_id, &body.code).await?;
+    app.auth.disable_mfa(&caller, &body.code).await?;
     Ok(Json(Done::new("MFA disabled")))
 }

@@ -124,7 +124,7 @@ impl UserProfile {
             org_role: account.org_role.clone(),
             has_api_key: account.api_key.is_some(),
             created_at: account.created_at.unwrap_or_default(),
-            last_login_at: None,
+            last_login_at: account.last_login_at,
         }
     }
 }

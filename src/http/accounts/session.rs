@@ -141,12 +141,15 @@ impl From<LoginOutcome> for LoginResponse {
 }
 
 /// Signs in with email and password. Wrong email and wrong password get the
-/// same answer; repeated failures lock the account (423).
+/// same answer; repeated failures lock the account (423). While locked,
+/// every password gets the same 423, unchecked; checks are reserved before
+/// they run, so a burst of attempts gets 423 once the attempts already
+/// under way could reach the next lock.
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginBody,
     responses((status = 200, body = LoginResponse),
         (status = 401, description = "Invalid email or password"),
-        (status = 403, description = "Account disabled"),
-        (status = 423, description = "Account locked for X seconds")))]
+        (status = 403, description = "Account disabled (only for the right password)"),
+        (status = 423, description = "Account locked for X seconds: locked, or enough checks already under way to reach the next lock (`Retry-After` and `details.retry_after` give the seconds)")))]
 async fn login(
     State(app): State<App>,
     ClientDevice(device): ClientDevice,
@@ -164,11 +167,14 @@ pub struct SecondFactorBody {
     pub code: String,
 }
 
-/// Completes a sign-in with a TOTP or backup code.
+/// Completes a sign-in with a TOTP or backup code. A wrong code counts
+/// towards the lockout like a wrong password; an MFA token finishes one
+/// sign-in only.
 #[utoipa::path(post, path = "/api/auth/mfa/verify", tag = "auth", request_body = SecondFactorBody,
     responses((status = 200, body = LoginResponse),
-        (status = 401, description = "Invalid token or code"),
-        (status = 423, description = "Account locked for X seconds")))]
+        (status = 401, description = "Invalid token (expired, malformed or already used MFA token) or invalid authentication code"),
+        (status = 403, description = "Account disabled"),
+        (status = 423, description = "Account locked for X seconds (as for sign-in)")))]
 async fn login_second_factor(
     State(app): State<App>,
     ClientDevice(device): ClientDevice,
@@ -190,7 +196,8 @@ pub struct RefreshBody {
 /// Exchanges a refresh token for a new pair. Each refresh token works once;
 /// presenting a used one again revokes its session.
 #[utoipa::path(post, path = "/api/auth/refresh", tag = "auth", request_body = RefreshBody,
-    responses((status = 200, body = TokenPair), (status = 401, description = "Token expired or invalid")))]
+    responses((status = 200, body = TokenPair),
+        (status = 401, description = "Token expired or invalid (also when the session ended or the account is disabled)")))]
 async fn refresh(
     State(app): State<App>,
     ApiJson(body): ApiJson<RefreshBody>,
@@ -317,9 +324,15 @@ pub struct PasswordBody {
     pub new_password: String,
 }
 
-/// Changes the caller's password; every session ends, this one too.
+/// Changes the caller's password; every session ends, this one too. The
+/// account's sign-in lock does not apply: wrong current passwords count
+/// against the caller's session (or API key), which ends at the fifth.
 #[utoipa::path(post, path = "/api/auth/password", tag = "auth", request_body = PasswordBody,
-    responses((status = 200, body = Revoked), (status = 403, description = "Current password is incorrect")))]
+    responses((status = 200, body = Revoked),
+        (status = 401, description = "The fifth wrong current password with this session or key: it has ended"),
+        (status = 403, description = "Current password is incorrect"),
+        (status = 409, description = "Enough password checks of this session or key are already under way to reach the limit; retry shortly"),
+        (status = 422, description = "New password breaks the policy, or equals the current one")))]
 async fn change_password(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,
@@ -338,7 +351,8 @@ async fn change_password(
 /// Creates an API key for the caller (replacing any earlier one). The key
 /// is shown once; it works as a bearer credential.
 #[utoipa::path(post, path = "/api/auth/api-key", tag = "auth",
-    responses((status = 201, body = NewApiKey)))]
+    responses((status = 201, body = NewApiKey),
+        (status = 403, description = "Account disabled")))]
 async fn create_api_key(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,
