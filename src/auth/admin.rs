@@ -78,7 +78,12 @@ impl Auth {
         };
         let (_, events) = self.command(user_id, disable, admin).await?;
         self.await_revocations(&events).await?;
-        self.await_key_gone(user_id).await?;
+        // Key gone and listed as disabled, on every replica.
+        self.docs()
+            .wait_for::<Accounts>(user_id, super::READ_MODEL_WAIT, |view| {
+                view.disabled && view.api_key.is_none()
+            })
+            .await?;
         Ok(count_revoked(&events))
     }
 

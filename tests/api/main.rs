@@ -13,6 +13,7 @@ mod cli;
 mod debates;
 mod docs;
 mod feed;
+mod lockout;
 mod nats;
 mod nats_deploy;
 mod platform;
