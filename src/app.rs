@@ -1,7 +1,6 @@
 //! The composition root: builds the store, the bus, the projections and the
 //! HTTP router from [`Settings`], and runs them together until told to stop.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -152,11 +151,12 @@ impl App {
         }
 
         let router = http::router(self.clone());
-        let token = stop.clone();
-        let router = router.into_make_service_with_connect_info::<SocketAddr>();
-        let served = axum::serve(api, router)
-            .with_graceful_shutdown(async move { token.cancelled().await })
-            .await;
+        let options = http::serve::ServeOptions {
+            limits: self.settings.http.connections.clone(),
+            exempt: self.settings.rate_limits.trusted_proxies.clone(),
+            drain: self.settings.http.request_timeout,
+        };
+        let served = http::serve::serve(api, router, options, stop.clone()).await;
         stop.cancel();
         self.finish(tasks).await;
         served.map_err(StartError::Listen)

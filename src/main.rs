@@ -29,8 +29,9 @@ enum Command {
         /// Port of the WebSocket endpoint `/ws`.
         #[arg(long, default_value_t = 8765)]
         ws_port: u16,
-        /// Address to bind.
-        #[arg(long, default_value = "0.0.0.0")]
+        /// Address to bind: loopback by default; `0.0.0.0` (or `::`) to be
+        /// reachable from other machines, e.g. in a container.
+        #[arg(long, default_value = "127.0.0.1")]
         host: String,
     },
     /// Check every stream's hash chain and every seal; exit 1 at the first
@@ -216,12 +217,17 @@ async fn serve(app: App, host: &str, api_port: u16, ws_port: u16) -> ExitCode {
         Ok(listener) => listener,
         Err(e) => return fail(&format!("cannot listen on {host}:{api_port}: {e}")),
     };
+    let url = match listener.local_addr() {
+        Ok(std::net::SocketAddr::V6(addr)) => format!("http://[{}]:{}", addr.ip(), addr.port()),
+        Ok(addr) => format!("http://{addr}"),
+        Err(_) => format!("http://{host}:{api_port}"),
+    };
     tracing::info!(
-        api_port,
+        %url,
         ws_port,
         store = app.log.backend().name(),
         bus = app.bus.name(),
-        "agon serving"
+        "agon listening on {url}"
     );
     let stop = CancellationToken::new();
     tokio::spawn(stop_on_signal(stop.clone()));

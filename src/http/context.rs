@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use axum::body::{Body, to_bytes};
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
@@ -63,7 +63,11 @@ pub async fn context(
                 if let Some(mount) = &mount {
                     request.extensions_mut().insert(mount.clone());
                 }
-                let mut response = next.run(request).await;
+                let limit = platform.app.settings.http.connections.max_header_bytes;
+                let mut response = match oversized(&request, limit) {
+                    Some(status) => status.into_response(),
+                    None => next.run(request).await,
+                };
                 if let Some(self_link) = self_link
                     && mount.as_ref().is_some_and(|m| m.enveloped)
                 {
@@ -74,6 +78,7 @@ pub async fn context(
             }
         };
         let mut response = render_error(response, form, &request_id.0, &platform, &method, &path);
+        secure(response.headers_mut());
         if let Ok(value) = HeaderValue::from_str(&request_id.0) {
             response.headers_mut().insert("x-request-id", value);
         }
@@ -98,6 +103,53 @@ pub async fn context(
     }
     .instrument(span)
     .await
+}
+
+/// 414 for a request target longer than `limit` bytes, 431 for a request
+/// line and headers longer together: answered here, in the spec's form,
+/// rather than by hyper's bare refusals (whose buffer is set above `limit`).
+fn oversized(request: &Request, limit: usize) -> Option<StatusCode> {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |pq| pq.as_str().len());
+    if target > limit {
+        return Some(StatusCode::URI_TOO_LONG);
+    }
+    let headers: usize = request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    (target + headers > limit).then_some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
+}
+
+/// Headers every response carries: no MIME sniffing, no referrer, pages
+/// that cannot be framed, and nothing cached unless a handler says so (most
+/// bodies carry a token, a secret or someone's data).
+fn secure(headers: &mut HeaderMap) {
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    let html = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if html {
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("frame-ancestors 'none'"),
+        );
+    }
 }
 
 /// The caller's id when it is printable and of sane length, else a new one.
@@ -153,9 +205,15 @@ fn add_version_headers(
     let Some(mount) = mount.filter(|m| m.versioned) else {
         return;
     };
-    // Every v1 response is deprecated; aliases are, whatever the version.
+    // v1 asked for by name (`/api/v1/`, a version header) is past its
+    // sunset and says so; aliases are deprecated whatever the version. An
+    // unprefixed path with no version asked for is the supported legacy
+    // face (§9: "remain supported"): it answers v1 bodies without claiming
+    // to be gone, so that a new user following the README is not told so.
     let deprecated = mount.kind == MountKind::Alias
-        || (negotiated.version == ApiVersion::V1 && mount.kind != MountKind::V2);
+        || (negotiated.version == ApiVersion::V1
+            && negotiated.explicit
+            && mount.kind != MountKind::V2);
     if deprecated {
         let successor = mount.successor_for(path);
         v1_deprecation().apply(headers, successor.as_deref(), Utc::now());
@@ -191,6 +249,17 @@ fn render_error(
         .recent_errors
         .record(RecordedError::new(trace_id, method, path, &report));
     let (mut parts, _) = response.into_parts();
+    if status == StatusCode::UNAUTHORIZED {
+        // RFC 6750: say which scheme, and whether the token itself was bad.
+        let challenge = match report.message.as_str() {
+            "Invalid token" | "Token expired" => "Bearer realm=\"agon\", error=\"invalid_token\"",
+            _ => "Bearer realm=\"agon\"",
+        };
+        parts.headers.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+    }
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(
         header::CONTENT_TYPE,

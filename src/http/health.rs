@@ -17,6 +17,7 @@ use utoipa_axum::routes;
 use super::ratelimit::{Backend, Endpoint, PathLimit};
 use super::routes::{RouteSpec, Routes};
 use crate::app::App;
+use crate::auth::rbac::Permission;
 use crate::bus::Bus;
 use crate::projection;
 
@@ -31,7 +32,10 @@ pub fn routes() -> Routes {
         )
         .add(
             routes!(detailed),
-            RouteSpec::new().also_at("/api/metrics/health"),
+            // Operations data (database latency, projection positions): admins only.
+            RouteSpec::new()
+                .requires(Permission::Admin)
+                .also_at("/api/metrics/health"),
         )
 }
 

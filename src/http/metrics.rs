@@ -11,6 +11,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use utoipa_axum::routes;
 
 use super::routes::{RouteSpec, Routes};
+use crate::auth::rbac::Permission;
 
 /// Latency buckets in seconds, from a fast read to a slow agent call.
 const SECONDS_BUCKETS: [f64; 14] = [
@@ -65,7 +66,9 @@ fn describe() {
 pub fn routes() -> Routes {
     Routes::new().add(
         routes!(prometheus),
+        // Every route's traffic and every agent's calls: admins only.
         RouteSpec::new()
+            .requires(Permission::Admin)
             .v2_at("/api/v2/system/metrics")
             .also_at("/metrics")
             .raw(),

@@ -18,12 +18,20 @@ use super::recent_errors::{CAPACITY, RecordedError};
 use super::routes::{RouteSpec, RouteTable, Routes};
 use super::version::ListLinks;
 use crate::app::App;
+use crate::auth::rbac::Permission;
+
+fn admin() -> RouteSpec {
+    RouteSpec::new().requires(Permission::Admin)
+}
 
 pub fn routes() -> Routes {
     Routes::new()
-        .add(routes!(recent_errors), RouteSpec::new())
-        .add(routes!(system_rate_limits), RouteSpec::new())
-        .add(routes!(rate_limit_config), RouteSpec::new())
+        // Other users' paths and messages, the limiter's state and its
+        // configuration are operations data: admins only. Each caller may
+        // still read their own buckets (`/api/rate-limit/status`).
+        .add(routes!(recent_errors), admin())
+        .add(routes!(system_rate_limits), admin())
+        .add(routes!(rate_limit_config), admin())
         .add(routes!(rate_limit_status), RouteSpec::new())
 }
 

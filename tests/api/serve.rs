@@ -167,7 +167,7 @@ async fn serve_binary_once(log_level: &str, log_format: &str) -> String {
             "--ws-port",
             &free_port().to_string(),
         ])
-        .args(["--host", "127.0.0.1"])
+        // No --host: the default bind is loopback, and the log says so.
         .env_clear()
         .env("SERVICE_DATA_DIR", dir.path())
         .env("SERVICE_API_TOKEN", crate::support::TEST_TOKEN)
@@ -210,7 +210,7 @@ async fn serve_binary_once(log_level: &str, log_format: &str) -> String {
 async fn the_binary_serves_health_and_stops_on_sigterm() {
     let info = serve_binary_once("INFO", "text").await;
     assert!(
-        info.contains("agon serving") && info.contains("shutting down"),
+        info.contains("agon listening on http://127.0.0.1:") && info.contains("shutting down"),
         "{info}"
     );
     assert!(

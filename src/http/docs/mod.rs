@@ -42,16 +42,19 @@ impl ApiDocs {
     }
 }
 
+/// Public: the documents describe the interface, not anyone's data, and a
+/// person must be able to open them in a browser ("try it out" takes a token).
 pub fn routes() -> Routes {
-    let raw = || RouteSpec::new().raw();
+    let raw = || RouteSpec::new().raw().public();
+    let page = || RouteSpec::unversioned().public();
     Routes::new()
         .add(routes!(openapi_json), raw().also_at("/api/openapi"))
         .add(routes!(openapi_yaml), raw())
         .add(routes!(postman_json), raw())
-        .add(routes!(swagger_index), RouteSpec::unversioned())
-        .add(routes!(swagger_asset), RouteSpec::unversioned())
-        .add(routes!(redoc_index), RouteSpec::unversioned())
-        .add(routes!(redoc_script), RouteSpec::unversioned())
+        .add(routes!(swagger_index), page())
+        .add(routes!(swagger_asset), page())
+        .add(routes!(redoc_index), page())
+        .add(routes!(redoc_script), page())
 }
 
 fn typed(content_type: &'static str, body: impl Into<Body>) -> Response {

@@ -18,9 +18,11 @@ hash-chained, sealed event log.
 Paths exist unversioned (`/api/...`, v1 by default), under `/api/v1/` and \
 under `/api/v2/`. Without a prefix, `X-API-Version: 2` or \
 `Accept: application/json; version=2` selects v2. v2 bodies are wrapped as \
-`{data, meta: {version, timestamp, request_id}, links}`. v1 is deprecated \
-(sunset 2026-06-01) and still served; its responses carry `Deprecation`, \
-`Sunset`, `Link` and `X-Deprecation-Level` headers.
+`{data, meta: {version, timestamp, request_id}, links}`. v1 asked for by \
+name (`/api/v1/`, a version header) is deprecated (sunset 2026-06-01) and \
+still served; its responses carry `Deprecation`, `Sunset`, `Link` and \
+`X-Deprecation-Level` headers. Unprefixed paths with no version asked for \
+are supported: they answer v1 bodies and are not deprecated.
 
 ## Errors
 Unversioned paths answer `{error: {code, message, details, trace_id}}`; \
@@ -97,7 +99,9 @@ fn mounted_item(mut item: Value, mount: &Mount) -> Value {
         MountKind::V1 => ErrorForm::V1,
         MountKind::V2 => ErrorForm::V2,
     };
-    let deprecated = mount.versioned && mount.kind != MountKind::V2;
+    // Unprefixed paths are the supported legacy face; `/api/v1/` and
+    // aliases are deprecated.
+    let deprecated = mount.versioned && matches!(mount.kind, MountKind::V1 | MountKind::Alias);
     let has_path_params = mount.path.contains('{');
     for method in METHODS {
         let Some(op) = item.get_mut(method).and_then(Value::as_object_mut) else {
