@@ -6,14 +6,15 @@ use agon_aggregates::debate::{
     ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, Debate, DebateCommand,
     DebateError, MAX_AGENTS, MAX_ROUNDS, Next, Protocol,
 };
-use agon_projections::Debates;
+use agon_projections::accounts::AccountView;
+use agon_projections::{Accounts, Debates};
 use thiserror::Error;
 
-use crate::agents::{Agents, Provider};
+use crate::agents::{Agents, Provider, ResolveError};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::projection::Documents;
-use crate::store::CommandError;
+use crate::store::{CommandError, StoreError};
 
 /// Longest topic accepted, in characters.
 pub const MAX_TOPIC_CHARS: usize = 2_000;
@@ -39,17 +40,34 @@ pub struct NewDebate {
     pub judge: Option<String>,
 }
 
+/// Fewest agents a debate seats: one agent has no one to debate.
+pub const MIN_AGENTS: usize = 2;
+
 #[derive(Debug, Error)]
 pub enum CreateError {
-    /// The request cannot make a debate; the message says why (a 400).
-    #[error("{0}")]
-    Invalid(String),
+    /// A field's value cannot make a debate (a 422 naming the field).
+    #[error("{field}: {reason}")]
+    Invalid { field: String, reason: String },
+    /// The request is valid but this deployment cannot serve it: an agent's
+    /// provider has no key here (a 400 naming the missing variable).
+    #[error("{field}: {reason}")]
+    Unserved { field: String, reason: String },
     #[error("event store: {0}")]
     Store(String),
 }
 
-fn invalid(message: impl Into<String>) -> CreateError {
-    CreateError::Invalid(message.into())
+fn invalid(field: &str, reason: impl Into<String>) -> CreateError {
+    CreateError::Invalid {
+        field: field.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// The form agent names are compared in: seats and ratings treat `Claude`
+/// and `claude` as one agent. Debates keep names as written, since some
+/// providers' model ids are case-sensitive.
+pub fn canonical_agent(name: &str) -> String {
+    name.trim().to_lowercase()
 }
 
 /// Agents chosen when the caller names none: one per configured provider
@@ -73,50 +91,71 @@ pub fn auto_agents(agents: &Agents) -> Vec<String> {
 pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, CreateError> {
     new.topic = new.topic.trim().to_owned();
     if new.topic.is_empty() {
-        return Err(invalid("topic must not be empty"));
+        return Err(invalid("topic", "must not be empty"));
     }
     if new.topic.chars().count() > MAX_TOPIC_CHARS {
-        return Err(invalid(format!(
-            "topic is longer than {MAX_TOPIC_CHARS} characters"
-        )));
+        return Err(invalid(
+            "topic",
+            format!("must be at most {MAX_TOPIC_CHARS} characters"),
+        ));
     }
     if new
         .context
         .as_ref()
         .is_some_and(|c| c.chars().count() > MAX_CONTEXT_CHARS)
     {
-        return Err(invalid(format!(
-            "context is longer than {MAX_CONTEXT_CHARS} characters"
-        )));
+        return Err(invalid(
+            "context",
+            format!("must be at most {MAX_CONTEXT_CHARS} characters"),
+        ));
     }
     new.agents = new.agents.iter().map(|a| a.trim().to_owned()).collect();
     if new.agents.is_empty() {
         if !new.auto_select {
             return Err(invalid(
-                "agents must name at least one agent (or set auto_select)",
+                "agents",
+                format!("must name at least {MIN_AGENTS} agents (or set auto_select)"),
             ));
         }
         new.agents = auto_agents(agents);
     }
-    if new.agents.len() > MAX_AGENTS {
-        return Err(invalid(format!(
-            "a debate seats at most {MAX_AGENTS} agents"
-        )));
+    if !(MIN_AGENTS..=MAX_AGENTS).contains(&new.agents.len()) {
+        return Err(invalid(
+            "agents",
+            format!(
+                "a debate seats {MIN_AGENTS} to {MAX_AGENTS} agents, not {}",
+                new.agents.len()
+            ),
+        ));
     }
     for (i, name) in new.agents.iter().enumerate() {
         if name.is_empty() {
-            return Err(invalid("agent names must not be empty"));
+            return Err(invalid("agents", "agent names must not be empty"));
         }
-        if new.agents[..i].contains(name) {
-            return Err(invalid(format!("agent {name} is listed twice")));
+        let canonical = canonical_agent(name);
+        if let Some(earlier) = new.agents[..i]
+            .iter()
+            .find(|a| canonical_agent(a) == canonical)
+        {
+            return Err(invalid(
+                "agents",
+                format!("agent {name} is listed twice (as {earlier}; names ignore case)"),
+            ));
         }
-        agents.resolve(name).map_err(|e| invalid(e.to_string()))?;
+        agents.resolve(name).map_err(|e| match e {
+            ResolveError::MissingKey { .. } => CreateError::Unserved {
+                field: "agents".to_owned(),
+                reason: e.to_string(),
+            },
+            unknown @ ResolveError::Unknown { .. } => invalid("agents", unknown.to_string()),
+        })?;
     }
     let rounds = new.rounds.unwrap_or(DEFAULT_ROUNDS);
     if !(1..=MAX_ROUNDS).contains(&rounds) {
-        return Err(invalid(format!(
-            "rounds must be between 1 and {MAX_ROUNDS}"
-        )));
+        return Err(invalid(
+            "rounds",
+            format!("must be between 1 and {MAX_ROUNDS}"),
+        ));
     }
     let phases = match &new.phases {
         None => DEFAULT_PHASES.map(str::to_owned).to_vec(),
@@ -126,9 +165,10 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
                 .map(|p| p.trim().to_ascii_lowercase())
                 .collect();
             if phases.is_empty() || phases.len() > MAX_PHASES {
-                return Err(invalid(format!(
-                    "protocol.phases must name 1 to {MAX_PHASES} phases"
-                )));
+                return Err(invalid(
+                    "protocol.phases",
+                    format!("must name 1 to {MAX_PHASES} phases"),
+                ));
             }
             let well_formed = |p: &String| {
                 !p.is_empty()
@@ -137,13 +177,17 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
                         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             };
             if let Some(bad) = phases.iter().find(|p| !well_formed(p)) {
-                return Err(invalid(format!(
-                    "phase {bad:?} is not a phase name (letters, digits, - and _, up to 40)"
-                )));
+                return Err(invalid(
+                    "protocol.phases",
+                    format!("{bad:?} is not a phase name (letters, digits, - and _, up to 40)"),
+                ));
             }
             for (i, phase) in phases.iter().enumerate() {
                 if phases[..i].contains(phase) {
-                    return Err(invalid(format!("phase {phase} is listed twice")));
+                    return Err(invalid(
+                        "protocol.phases",
+                        format!("phase {phase} is listed twice"),
+                    ));
                 }
             }
             phases
@@ -152,13 +196,18 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
     let threshold = new.threshold.unwrap_or(DEFAULT_THRESHOLD);
     if !threshold.is_finite() || !(0.0..=1.0).contains(&threshold) {
         return Err(invalid(
-            "protocol.consensus_threshold must be between 0 and 1",
+            "protocol.consensus_threshold",
+            "must be between 0 and 1",
         ));
     }
-    if let Some(judge) = &new.judge
-        && !new.agents.contains(judge)
-    {
-        return Err(invalid(format!("judge {judge} is not one of the agents")));
+    if let Some(judge) = &new.judge {
+        // The judge takes the seat's spelling, so the runner finds its vote.
+        let seat = new
+            .agents
+            .iter()
+            .find(|a| canonical_agent(a) == canonical_agent(judge))
+            .ok_or_else(|| invalid("judge", format!("{judge} is not one of the agents")))?;
+        new.judge = Some(seat.clone());
     }
     Ok(Protocol {
         phases,
@@ -215,7 +264,7 @@ pub async fn create(
         Err(e) => {
             app.runner.abandon(&id, admission).await;
             return Err(match e {
-                CommandError::Rejected(DebateError::Invalid(m)) => CreateError::Invalid(m),
+                CommandError::Rejected(DebateError::Invalid(m)) => invalid("debate", m),
                 other => CreateError::Store(other.to_string()),
             });
         }
@@ -232,18 +281,46 @@ pub async fn create(
 }
 
 /// Whether `caller` may see `debate`: its creator, members of its
-/// organization, and admins.
-pub fn visible(caller: &Caller, debate: &Debate) -> bool {
+/// creator's organization, and admins. Membership is read from the
+/// `accounts` read model as it is now, not from the organization a token
+/// named when the debate was created (README "Who sees a debate").
+pub async fn visible(app: &App, caller: &Caller, debate: &Debate) -> Result<bool, StoreError> {
     visible_to(
+        app,
         caller,
         debate.created_by.as_deref(),
         debate.org_id.as_deref(),
     )
+    .await
 }
 
-/// [`visible`] from a debate's creator and organization alone.
-pub fn visible_to(caller: &Caller, created_by: Option<&str>, org_id: Option<&str>) -> bool {
-    caller.is_admin()
-        || created_by == Some(caller.user_id.as_str())
-        || (caller.org_id.is_some() && org_id == caller.org_id.as_deref())
+/// [`visible`] from a debate's creator and the organization recorded at
+/// creation (used only for creators without an account, such as callers
+/// identified by a trusted proxy's headers).
+pub async fn visible_to(
+    app: &App,
+    caller: &Caller,
+    created_by: Option<&str>,
+    org_id: Option<&str>,
+) -> Result<bool, StoreError> {
+    if caller.is_admin() || created_by == Some(caller.user_id.as_str()) {
+        return Ok(true);
+    }
+    let Some(creator) = created_by else {
+        return Ok(false);
+    };
+    let documents = Documents::new(app.log.clone());
+    let current_org = |account: Option<AccountView>, fallback: Option<&str>| match account {
+        Some(account) => account.org_id,
+        None => fallback.map(str::to_owned),
+    };
+    let theirs = current_org(documents.get::<Accounts>(creator).await?, org_id);
+    let Some(theirs) = theirs else {
+        return Ok(false);
+    };
+    let mine = current_org(
+        documents.get::<Accounts>(&caller.user_id).await?,
+        caller.org_id.as_deref(),
+    );
+    Ok(mine.as_deref() == Some(theirs.as_str()))
 }

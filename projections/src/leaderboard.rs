@@ -8,6 +8,9 @@
 //! (higher wins, equal draws), and each agent's change is its summed
 //! `K·(S − E)` divided by the number of opponents, so one debate moves a
 //! rating by at most K.
+//!
+//! Agents are rated under their lower-case names ([`canonical`]), so
+//! `Claude` and `claude` share one rating whatever spelling a debate used.
 
 use std::collections::BTreeMap;
 
@@ -59,18 +62,26 @@ impl LeaderboardView {
         ranked
     }
 
-    /// Each agent's rating (the start rating for unknown agents).
+    /// Each agent's rating (the start rating for unknown agents), keyed by
+    /// the names as given.
     pub fn ratings(&self, agents: &[String]) -> BTreeMap<String, f64> {
         agents
             .iter()
             .map(|a| {
                 (
                     a.clone(),
-                    self.agents.get(a).map_or(START_RATING, |r| r.elo),
+                    self.agents
+                        .get(&canonical(a))
+                        .map_or(START_RATING, |r| r.elo),
                 )
             })
             .collect()
     }
+}
+
+/// The name an agent is rated under: trimmed and lower case.
+pub fn canonical(agent: &str) -> String {
+    agent.trim().to_lowercase()
 }
 
 pub struct Leaderboard;
@@ -108,9 +119,10 @@ fn rate(view: &mut LeaderboardView, result: &ConsensusResult) {
     let mut players: Vec<(String, f64)> = result
         .votes
         .iter()
-        .map(|v| (v.agent.clone(), score(result, v.choice)))
+        .map(|v| (canonical(&v.agent), score(result, v.choice)))
         .collect();
-    for failed in &result.failed_agents {
+    let failed: Vec<String> = result.failed_agents.iter().map(|a| canonical(a)).collect();
+    for failed in &failed {
         if !players.iter().any(|(a, _)| a == failed) {
             players.push((failed.clone(), 0.0));
         }
@@ -123,7 +135,7 @@ fn rate(view: &mut LeaderboardView, result: &ConsensusResult) {
     for (i, (agent, mine)) in players.iter().enumerate() {
         let rating = view.agents.entry(agent.clone()).or_default();
         rating.debates += 1;
-        if result.failed_agents.contains(agent) {
+        if failed.contains(agent) {
             rating.failures += 1;
         }
         let mut change = 0.0;
@@ -235,5 +247,26 @@ mod tests {
             view.ratings(&["a".to_owned(), "new".to_owned()])["new"],
             START_RATING
         );
+    }
+
+    #[test]
+    fn names_that_differ_only_in_case_share_one_rating() {
+        let mut view = LeaderboardView::default();
+        let first = [
+            ballot("Claude", VoteChoice::Agree),
+            ballot("gpt", VoteChoice::Disagree),
+        ];
+        Leaderboard::apply(&mut view, &computed(&first, &[]));
+        let second = [
+            ballot("claude", VoteChoice::Agree),
+            ballot("GPT", VoteChoice::Disagree),
+        ];
+        Leaderboard::apply(&mut view, &computed(&second, &["CLAUDE ".to_owned()]));
+        let names: Vec<&String> = view.agents.keys().collect();
+        assert_eq!(names, ["claude", "gpt"]);
+        assert_eq!(view.agents["claude"].debates, 2);
+        assert_eq!(view.agents["claude"].failures, 1);
+        let ratings = view.ratings(&["Claude".to_owned()]);
+        assert_eq!(ratings["Claude"], view.agents["claude"].elo);
     }
 }

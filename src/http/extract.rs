@@ -30,10 +30,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
         match rejection {
-            JsonRejection::JsonDataError(e) => ApiError::validation(
-                "The JSON body does not have the expected fields and types",
-                json!({"reason": e.body_text()}),
-            ),
+            JsonRejection::JsonDataError(e) => {
+                let (field, reason) = data_fault(&e.body_text());
+                ApiError::validation(
+                    format!("{field}: {reason}"),
+                    json!({"field": field, "reason": reason}),
+                )
+            }
             JsonRejection::JsonSyntaxError(e) => ApiError::BadRequest {
                 message: "The body is not valid JSON".to_owned(),
                 details: json!({"reason": e.body_text()}),
@@ -47,6 +50,37 @@ impl From<JsonRejection> for ApiError {
             other => ApiError::bad_request(other.body_text()),
         }
     }
+}
+
+/// The field and the reason of a well-formed body of the wrong shape, from
+/// axum's text (`<prefix>: <path>: <serde message> at line L column C`), so
+/// that a wrong type, a missing field and an out-of-range value of one field
+/// all name it alike. `body` stands for the body as a whole.
+fn data_fault(text: &str) -> (String, String) {
+    let text = text
+        .split_once("target type: ")
+        .map_or(text, |(_, rest)| rest);
+    let text = match text.rfind(" at line ") {
+        Some(i) if text[i..].contains(" column ") => &text[..i],
+        _ => text,
+    };
+    let (path, reason) = match text.split_once(": ") {
+        Some((path, reason)) if !path.is_empty() && !path.contains(char::is_whitespace) => {
+            (path, reason)
+        }
+        _ => ("", text),
+    };
+    let named = ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|prefix| reason.strip_prefix(prefix))
+        .and_then(|rest| rest.split('`').next());
+    let field = match (path, named) {
+        ("", Some(name)) => name.to_owned(),
+        (path, Some(name)) if !path.ends_with(name) => format!("{path}.{name}"),
+        ("", None) => "body".to_owned(),
+        (path, _) => path.to_owned(),
+    };
+    (field, reason.to_owned())
 }
 
 /// Query parameters.
@@ -96,6 +130,42 @@ impl From<PathRejection> for ApiError {
                 details: json!({"reason": e.body_text()}),
             },
             other => ApiError::Internal(Box::new(other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::data_fault;
+
+    #[test]
+    fn data_faults_name_their_field() {
+        let prefix = "Failed to deserialize the JSON body into the target type: ";
+        let cases = [
+            (
+                "rounds: invalid value: integer `-1`, expected u32 at line 1 column 12",
+                "rounds",
+                "invalid value: integer `-1`, expected u32",
+            ),
+            (
+                "missing field `topic` at line 1 column 2",
+                "topic",
+                "missing field `topic`",
+            ),
+            (
+                "protocol: unknown field `speed`, expected one of `a` at line 1 column 20",
+                "protocol.speed",
+                "unknown field `speed`, expected one of `a`",
+            ),
+            (
+                "invalid type: sequence, expected struct X at line 1 column 1",
+                "body",
+                "invalid type: sequence, expected struct X",
+            ),
+        ];
+        for (text, field, reason) in cases {
+            let (f, r) = data_fault(&format!("{prefix}{text}"));
+            assert_eq!((f.as_str(), r.as_str()), (field, reason), "{text}");
         }
     }
 }

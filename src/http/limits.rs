@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -36,7 +36,18 @@ pub async fn limits(State(platform): State<Platform>, request: Request, next: Ne
             response
         }
         Ok(tightest) => {
+            let action = facts.action;
             let mut response = next.run(request).await;
+            let status = response.status();
+            // A refused create made no debate: it does not use up the
+            // user's `debate_create` allowance (the address bucket keeps it).
+            if action == Action::DebateCreate
+                && status.is_client_error()
+                && status != StatusCode::TOO_MANY_REQUESTS
+                && let Some(principal) = &principal
+            {
+                limiter.refund(principal, action).await;
+            }
             if let Some(verdict) = tightest {
                 set_headers(response.headers_mut(), &verdict);
             }

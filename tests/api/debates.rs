@@ -9,6 +9,8 @@ mod agents;
 mod aliases;
 mod bad_input;
 mod listing;
+mod requests;
+mod sharing;
 
 use std::time::Duration;
 

@@ -331,8 +331,12 @@ fn validate(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), D
     if agents.iter().any(|a| a.trim().is_empty()) {
         return invalid("agent names must not be empty");
     }
+    // Seats are compared ignoring case: `Claude` and `claude` are one agent.
     for (i, agent) in agents.iter().enumerate() {
-        if agents[..i].contains(agent) {
+        if agents[..i]
+            .iter()
+            .any(|a| a.trim().to_lowercase() == agent.trim().to_lowercase())
+        {
             return Err(DebateError::Invalid(format!(
                 "agent {agent} is listed twice"
             )));

@@ -1,7 +1,7 @@
 //! `POST /api/debates` in its three body forms (current, v1, v2) and the
 //! deprecated paths that lead to it.
 
-use agon_aggregates::debate::ConsensusMode;
+use agon_aggregates::debate::{ConsensusMode, MAX_ROUNDS};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -27,7 +27,7 @@ pub struct ProtocolBody {
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub consensus_threshold: Option<f64>,
     #[schema(minimum = 1, maximum = 12)]
-    pub rounds: Option<u32>,
+    pub rounds: Option<i64>,
     /// majority (default), supermajority, unanimous, judge or weighted.
     pub consensus: Option<String>,
     /// The deciding agent in judge mode (default: the first agent).
@@ -48,11 +48,12 @@ pub struct CreateDebateBody {
     /// Agent names: `demo-<name>`, a provider alias (`claude`, `gpt-4o`) or `provider:model`.
     #[schema(max_items = 12)]
     pub agents: Option<Vec<String>>,
+    // Signed, so that `-1` is refused as out of range exactly like `0`.
     #[schema(minimum = 1, maximum = 12)]
-    pub rounds: Option<u32>,
+    pub rounds: Option<i64>,
     /// v1 name of `rounds`.
     #[schema(minimum = 1, maximum = 12)]
-    pub max_rounds: Option<u32>,
+    pub max_rounds: Option<i64>,
     pub protocol: Option<ProtocolBody>,
     /// v2: majority (default), supermajority, unanimous, judge or weighted.
     pub consensus: Option<String>,
@@ -75,15 +76,29 @@ pub struct CreatedDebate {
     pub created_at: DateTime<Utc>,
 }
 
+/// A 422 naming `field`, its message `field: reason` so that every error
+/// form (the v1 and v2 ones carry only a message) keeps both.
+pub(super) fn field_error(field: &str, reason: impl Into<String>) -> ApiError {
+    let reason = reason.into();
+    ApiError::validation(
+        format!("{field}: {reason}"),
+        json!({"field": field, "reason": reason}),
+    )
+}
+
+/// Two spellings of one field: equal or one of them. `second` is the field
+/// named when they disagree.
 fn agree<T: PartialEq + std::fmt::Display>(
     a: Option<T>,
     b: Option<T>,
-    names: &str,
+    first: &str,
+    second: &str,
 ) -> Result<Option<T>, ApiError> {
     match (a, b) {
-        (Some(a), Some(b)) if a != b => Err(ApiError::bad_request(format!(
-            "{names} are the same field and disagree ({a} and {b})"
-        ))),
+        (Some(a), Some(b)) if a != b => Err(field_error(
+            second,
+            format!("is the same field as {first} and disagrees with it ({b} and {a})"),
+        )),
         (a, b) => Ok(a.or(b)),
     }
 }
@@ -91,19 +106,36 @@ fn agree<T: PartialEq + std::fmt::Display>(
 impl CreateDebateBody {
     fn into_new(self) -> Result<NewDebate, ApiError> {
         let protocol = self.protocol.unwrap_or_default();
-        let topic = agree(self.topic, self.task, "topic and task")?
-            .ok_or_else(|| ApiError::bad_request("topic (or task) is required"))?;
-        let rounds = agree(self.rounds, self.max_rounds, "rounds and max_rounds")?;
-        let rounds = agree(rounds, protocol.rounds, "rounds and protocol.rounds")?;
-        let consensus = agree(self.consensus, protocol.consensus, "consensus and protocol.consensus")?
-            .map(|text| {
-                ConsensusMode::parse(&text).ok_or_else(|| {
-                    ApiError::bad_request(format!(
-                        "consensus {text:?} is not one of majority, supermajority, unanimous, judge, weighted"
-                    ))
-                })
+        let topic = agree(self.topic, self.task, "topic", "task")?
+            .ok_or_else(|| field_error("topic", "is required (or task)"))?;
+        let rounds = agree(self.rounds, self.max_rounds, "rounds", "max_rounds")?;
+        let rounds = agree(rounds, protocol.rounds, "rounds", "protocol.rounds")?
+            .map(|r| {
+                u32::try_from(r)
+                    .ok()
+                    .filter(|r| (1..=MAX_ROUNDS).contains(r))
+                    .ok_or_else(|| {
+                        field_error("rounds", format!("must be between 1 and {MAX_ROUNDS}"))
+                    })
             })
             .transpose()?;
+        let consensus = agree(
+            self.consensus,
+            protocol.consensus,
+            "consensus",
+            "protocol.consensus",
+        )?
+        .map(|text| {
+            ConsensusMode::parse(&text).ok_or_else(|| {
+                field_error(
+                    "consensus",
+                    format!(
+                        "{text:?} is not one of majority, supermajority, unanimous, judge, weighted"
+                    ),
+                )
+            })
+        })
+        .transpose()?;
         Ok(NewDebate {
             topic,
             context: self.context,
@@ -113,7 +145,7 @@ impl CreateDebateBody {
             phases: protocol.phases,
             threshold: protocol.consensus_threshold,
             consensus,
-            judge: agree(self.judge, protocol.judge, "judge and protocol.judge")?,
+            judge: agree(self.judge, protocol.judge, "judge", "protocol.judge")?,
         })
     }
 }
@@ -122,7 +154,8 @@ impl CreateDebateBody {
 #[utoipa::path(post, path = "/api/debates", tag = "debates",
     request_body = CreateDebateBody,
     responses((status = 201, body = CreatedDebate),
-        (status = 400, description = "Unusable request: no topic, unknown agent, missing provider key, bad protocol")))]
+        (status = 400, description = "Malformed JSON, or an agent whose provider has no key here"),
+        (status = 422, description = "A field is missing, of the wrong type or out of range (fewer than 2 agents, a duplicate agent, rounds outside 1 to 12, a bad protocol); the message and `details` name the field")))]
 pub async fn create_debate(
     State(app): State<App>,
     caller: Caller,
@@ -137,9 +170,10 @@ pub async fn create_debate(
     let debate = debates::create(&app, new, Some(&caller), request_id)
         .await
         .map_err(|e| match e {
-            CreateError::Invalid(message) => ApiError::BadRequest {
-                message,
-                details: json!({}),
+            CreateError::Invalid { field, reason } => field_error(&field, reason),
+            CreateError::Unserved { field, reason } => ApiError::BadRequest {
+                message: format!("{field}: {reason}"),
+                details: json!({"field": field, "reason": reason}),
             },
             CreateError::Store(cause) => ApiError::Internal(cause.into()),
         })?;

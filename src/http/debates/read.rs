@@ -123,14 +123,19 @@ pub async fn list_debates(
 
 /// The debate `id` if the caller may see it (404 otherwise: its existence is not revealed).
 pub async fn find(app: &App, caller: &Caller, id: &str) -> Result<Debate, ApiError> {
-    Documents::new(app.log.clone())
+    let not_found = || ApiError::NotFound {
+        resource_type: "debate",
+        resource_id: Some(id.to_owned()),
+    };
+    let debate = Documents::new(app.log.clone())
         .get::<Debates>(id)
         .await?
-        .filter(|debate| visible(caller, debate))
-        .ok_or_else(|| ApiError::NotFound {
-            resource_type: "debate",
-            resource_id: Some(id.to_owned()),
-        })
+        .ok_or_else(not_found)?;
+    if visible(app, caller, &debate).await? {
+        Ok(debate)
+    } else {
+        Err(not_found())
+    }
 }
 
 /// A debate with every message, its synthesis, votes and consensus.
@@ -223,14 +228,22 @@ pub async fn get_consensus(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    let debate = Documents::new(app.log.clone())
+    let found = Documents::new(app.log.clone())
         .get_part::<Debates, DebateOutcome>(&id)
-        .await?
-        .filter(|d| visible_to(&caller, d.created_by.as_deref(), d.org_id.as_deref()))
-        .ok_or_else(|| ApiError::NotFound {
-            resource_type: "debate",
-            resource_id: Some(id.clone()),
-        })?;
+        .await?;
+    let debate = match found {
+        Some(d)
+            if visible_to(&app, &caller, d.created_by.as_deref(), d.org_id.as_deref()).await? =>
+        {
+            d
+        }
+        _ => {
+            return Err(ApiError::NotFound {
+                resource_type: "debate",
+                resource_id: Some(id.clone()),
+            });
+        }
+    };
     if let Some(body) =
         ConsensusBody::completed(&debate.id, debate.status, debate.consensus.as_ref())
     {
@@ -295,9 +308,12 @@ pub async fn batch_debates(
     let mut debates = Vec::with_capacity(found.len());
     let mut not_found = Vec::new();
     for id in &ids {
-        match found.iter().find(|d| &d.id == id && visible(&caller, d)) {
-            Some(debate) => debates.push(DebateDetail::from(debate)),
-            None => not_found.push(id.clone()),
+        let debate = found.iter().find(|d| &d.id == id);
+        match debate {
+            Some(debate) if visible(&app, &caller, debate).await? => {
+                debates.push(DebateDetail::from(debate));
+            }
+            _ => not_found.push(id.clone()),
         }
     }
     Ok(Json(BatchResult {

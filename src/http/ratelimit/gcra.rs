@@ -60,6 +60,14 @@ pub fn take(quota: Quota, tat: Option<Micros>, now: Micros) -> (Outcome, Micros)
     (outcome, next)
 }
 
+/// Gives back one cell taken earlier: the TAT moves back one emission
+/// interval, never below `now` (a bucket cannot hold more than it holds
+/// when full). `None` when the bucket is then full and needs no entry.
+pub fn refund(quota: Quota, tat: Option<Micros>, now: Micros) -> Option<Micros> {
+    let tat = tat?.saturating_sub(quota.emission());
+    (tat > now).then_some(tat)
+}
+
 /// What a check would say now, without taking a cell.
 pub fn peek(quota: Quota, tat: Option<Micros>, now: Micros) -> Outcome {
     let emission = quota.emission();
@@ -124,6 +132,18 @@ impl MemoryStore {
         let (outcome, tat) = take(quota, state.tats.get(key).copied(), now);
         state.tats.insert(key.to_owned(), tat);
         outcome
+    }
+
+    pub fn refund(&self, key: &str, quota: Quota) {
+        let now = self.now();
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match refund(quota, state.tats.get(key).copied(), now) {
+            Some(tat) => state.tats.insert(key.to_owned(), tat),
+            None => state.tats.remove(key),
+        };
     }
 
     pub fn peek(&self, key: &str, quota: Quota) -> Outcome {
@@ -197,6 +217,31 @@ mod tests {
         let (_, tat) = take(Q, None, now);
         assert_eq!(peek(Q, Some(tat), now).remaining, 2);
         assert_eq!(peek(Q, Some(tat), now).remaining, 2);
+    }
+
+    #[test]
+    fn a_refund_gives_one_cell_back_and_never_more_than_a_full_bucket() {
+        let now = 7_000_000_000;
+        let mut tat = None;
+        for _ in 0..3 {
+            tat = Some(take(Q, tat, now).1);
+        }
+        assert!(!take(Q, tat, now).0.allowed);
+        tat = refund(Q, tat, now);
+        let (again, next) = take(Q, tat, now);
+        assert!(again.allowed, "the refunded cell is there at once");
+        assert!(!take(Q, Some(next), now).0.allowed);
+        let mut full = Some(next);
+        for _ in 0..5 {
+            full = refund(Q, full, now);
+        }
+        assert_eq!(full, None, "refunds stop at a full bucket");
+        assert_eq!(peek(Q, full, now).remaining, 3);
+        let store = MemoryStore::default();
+        assert!(store.take("k", Q).allowed);
+        store.refund("k", Q);
+        store.refund("k", Q);
+        assert_eq!(store.peek("k", Q).remaining, 3);
     }
 
     #[test]

@@ -408,6 +408,23 @@ impl RateLimiter {
         Ok(tightest)
     }
 
+    /// Gives back the cell `admit` took from `principal`'s `action` bucket,
+    /// for a request that turned out not to use the action (a refused
+    /// create). Where that cell was taken does not matter: a refund in the
+    /// memory fallback of a cell taken in Redis only errs towards the user.
+    pub async fn refund(&self, principal: &Principal, action: Action) {
+        let quota = self.action_quota(action, principal.tier);
+        let key = format!("agon:rl:user:{}:{}", action.name(), principal.user_id);
+        if let Some(redis) = &self.inner.redis {
+            match redis.refund(&key, quota).await {
+                Ok(()) => return,
+                Err(_) if self.inner.settings.fail_open => return,
+                Err(_) => {}
+            }
+        }
+        self.inner.memory.refund(&key, quota);
+    }
+
     /// A user's standing in every action bucket, without taking anything.
     pub async fn user_status(&self, principal: &Principal) -> BTreeMap<&'static str, Verdict> {
         let mut status = BTreeMap::new();

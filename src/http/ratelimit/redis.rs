@@ -35,6 +35,22 @@ redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', math.ceil((nxt - now)
 return {1, math.floor((now + tolerance - nxt) / emission), 0, nxt - now}
 ";
 
+/// Gives one cell back: the stored TAT moves back one emission interval,
+/// never below Redis's now (then the key goes: the bucket is full).
+const REFUND_SCRIPT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local stored = redis.call('GET', KEYS[1])
+if not stored then return 0 end
+local tat = tonumber(stored) - tonumber(ARGV[1])
+if tat <= now then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
+return 1
+";
+
 /// How long one limiter call may wait for Redis before the request is
 /// counted by the fallback instead.
 const CALL_TIMEOUT: Duration = Duration::from_millis(300);
@@ -49,6 +65,7 @@ struct Inner {
     connection: RwLock<Option<ConnectionManager>>,
     available: AtomicBool,
     script: redis::Script,
+    refund_script: redis::Script,
     origin: Instant,
     /// Milliseconds after `origin` of the last reconnection attempt.
     last_attempt: AtomicU64,
@@ -87,6 +104,7 @@ impl RedisStore {
                 connection: RwLock::new(None),
                 available: AtomicBool::new(false),
                 script: redis::Script::new(SCRIPT),
+                refund_script: redis::Script::new(REFUND_SCRIPT),
                 origin: Instant::now(),
                 last_attempt: AtomicU64::new(0),
             }),
@@ -168,6 +186,25 @@ impl RedisStore {
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(every) => {}
             }
+        }
+    }
+
+    /// Gives one cell of `key` back (see [`REFUND_SCRIPT`]).
+    pub async fn refund(&self, key: &str, quota: Quota) -> Result<(), RedisError> {
+        if !self.available() {
+            self.reconnect_soon();
+            return Err(RedisError::Unavailable);
+        }
+        let Some(mut connection) = self.inner.connection.read().await.clone() else {
+            return Err(RedisError::Unavailable);
+        };
+        let mut invocation = self.inner.refund_script.key(key);
+        invocation.arg(quota.emission());
+        let call = invocation.invoke_async::<i64>(&mut connection);
+        match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(RedisError::Call(e)),
+            Err(_) => Err(RedisError::Timeout),
         }
     }
 

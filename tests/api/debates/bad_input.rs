@@ -21,19 +21,27 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
     let (bad, invalid) = ((400, "BAD_REQUEST"), (422, "VALIDATION_ERROR"));
     let threshold = |t: f64| with(json!({"protocol": {"consensus_threshold": t}}));
     let phases = |p: Value| with(json!({"protocol": {"phases": p}}));
+    // Every fault of a field's value, whatever its kind (missing, wrong
+    // type, out of range, unknown), is a 422 naming the field; a missing
+    // provider key is a 400 (the request is fine, this deployment lacks it).
     let cases = [
-        (json!({"agents": DEMO}), bad, "topic"),
-        (with(json!({"topic": "   "})), bad, "topic"),
-        (with(json!({"topic": "x".repeat(2001)})), bad, "topic"),
-        (with(json!({"context": "x".repeat(20_001)})), bad, "context"),
+        (json!({"agents": DEMO}), invalid, "topic"),
+        (with(json!({"topic": "   "})), invalid, "topic"),
+        (with(json!({"topic": "x".repeat(2001)})), invalid, "topic"),
         (
-            with(json!({"agents": [], "auto_select": false})),
-            bad,
-            "agents",
+            with(json!({"context": "x".repeat(20_001)})),
+            invalid,
+            "context",
         ),
         (
+            with(json!({"agents": [], "auto_select": false})),
+            invalid,
+            "agents",
+        ),
+        (with(json!({"agents": ["demo-a"]})), invalid, "agents"),
+        (
             with(json!({"agents": ["demo-a", "nobody"]})),
-            bad,
+            invalid,
             "unknown agent 'nobody'",
         ),
         (
@@ -41,32 +49,53 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
             bad,
             "ANTHROPIC_API_KEY",
         ),
-        (with(json!({"agents": thirteen})), bad, "12"),
-        (with(json!({"agents": ["demo-a", "demo-a"]})), bad, "demo-a"),
-        (with(json!({"agents": ["demo-a", ""]})), bad, "agent"),
-        (with(json!({"rounds": 0})), bad, "rounds"),
-        (with(json!({"rounds": 13})), bad, "rounds"),
-        (with(json!({"max_rounds": 13})), bad, "rounds"),
+        (with(json!({"agents": thirteen})), invalid, "12"),
+        (
+            with(json!({"agents": ["demo-a", "demo-a"]})),
+            invalid,
+            "demo-a",
+        ),
+        (
+            with(json!({"agents": ["demo-a", "DEMO-A"]})),
+            invalid,
+            "DEMO-A",
+        ),
+        (with(json!({"agents": ["demo-a", ""]})), invalid, "agent"),
+        (with(json!({"rounds": 0})), invalid, "rounds"),
+        (with(json!({"rounds": 13})), invalid, "rounds"),
+        (with(json!({"max_rounds": 13})), invalid, "rounds"),
         (
             with(json!({"rounds": 2, "max_rounds": 3})),
-            bad,
+            invalid,
             "max_rounds",
         ),
-        (with(json!({"topic": "a", "task": "b"})), bad, "task"),
-        (threshold(1.5), bad, "consensus_threshold"),
-        (threshold(-0.1), bad, "consensus_threshold"),
-        (phases(json!(["opening", "bad phase!"])), bad, "bad phase!"),
-        (phases(json!([])), bad, "phases"),
-        (with(json!({"consensus": "plurality"})), bad, "plurality"),
-        (with(json!({"judge": "demo-z"})), bad, "demo-z"),
-        (with(json!({"colour": "red"})), invalid, ""),
-        (with(json!({"protocol": {"speed": 3}})), invalid, ""),
-        (with(json!({"topic": 5})), invalid, ""),
-        (with(json!({"agents": "demo-a"})), invalid, ""),
-        (with(json!({"rounds": "two"})), invalid, ""),
-        (with(json!({"rounds": -1})), invalid, ""),
-        (with(json!({"auto_select": "yes"})), invalid, ""),
-        (json!(["topic"]), invalid, ""),
+        (with(json!({"topic": "a", "task": "b"})), invalid, "task"),
+        (threshold(1.5), invalid, "consensus_threshold"),
+        (threshold(-0.1), invalid, "consensus_threshold"),
+        (
+            phases(json!(["opening", "bad phase!"])),
+            invalid,
+            "bad phase!",
+        ),
+        (phases(json!([])), invalid, "phases"),
+        (
+            with(json!({"consensus": "plurality"})),
+            invalid,
+            "plurality",
+        ),
+        (with(json!({"judge": "demo-z"})), invalid, "demo-z"),
+        (with(json!({"colour": "red"})), invalid, "colour"),
+        (
+            with(json!({"protocol": {"speed": 3}})),
+            invalid,
+            "protocol.speed",
+        ),
+        (with(json!({"topic": 5})), invalid, "topic"),
+        (with(json!({"agents": "demo-a"})), invalid, "agents"),
+        (with(json!({"rounds": "two"})), invalid, "rounds"),
+        (with(json!({"rounds": -1})), invalid, "rounds"),
+        (with(json!({"auto_select": "yes"})), invalid, "auto_select"),
+        (json!(["topic"]), invalid, "body"),
     ];
     for (body, (want, code), needle) in cases {
         let (status, error) = api.post("/api/debates", body.clone()).await;
@@ -75,9 +104,19 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
             message.contains(needle),
             "{needle:?} not in {message:?} for {body}"
         );
+        if want == 422 {
+            let field = error["error"]["details"]["field"].as_str().unwrap_or("");
+            assert!(
+                !field.is_empty() && message.starts_with(&format!("{field}: ")),
+                "no field in {error} for {body}"
+            );
+        }
     }
     let (_, error) = api
-        .post("/api/debates", with(json!({"agents": ["nobody"]})))
+        .post(
+            "/api/debates",
+            with(json!({"agents": ["demo-a", "nobody"]})),
+        )
         .await;
     let message = error["error"]["message"].as_str().unwrap();
     let forms = ["demo-<name>", "claude", "provider:model"];
@@ -114,12 +153,12 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
 
     // The versioned paths answer in their own error forms.
     let (status, v1) = api.post("/api/v1/debates", json!({"agents": DEMO})).await;
-    assert_eq!((status, &v1["status"]), (400, &json!(400)), "{v1}");
+    assert_eq!((status, &v1["status"]), (422, &json!(422)), "{v1}");
     assert!(
         v1["error"].as_str().is_some_and(|m| m.contains("topic")),
         "{v1}"
     );
-    let body = json!({"task": "t", "agents": ["gpt-4o"], "auto_select": false});
+    let body = json!({"task": "t", "agents": ["demo-a", "gpt-4o"], "auto_select": false});
     let (status, v2) = api.post("/api/v2/debates", body).await;
     assert_eq!((status, &v2["code"]), (400, &json!("BAD_REQUEST")), "{v2}");
     let names_key = v2["error"]

@@ -109,6 +109,10 @@ async fn each_rule_of_a_new_debate_is_enforced() {
             "agent a is listed twice",
         ),
         (
+            create(&["claude", "b", "Claude"], protocol(2)),
+            "agent Claude is listed twice",
+        ),
+        (
             create(&["a"], protocol(0)),
             "rounds must be between 1 and 12",
         ),

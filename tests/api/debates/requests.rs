@@ -1,0 +1,184 @@
+//! Requests users get wrong: refused creates give their `debate_create`
+//! cell back, field faults answer alike (422 naming the field) in every
+//! error form, agent names ignore case for seats and ratings.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::{Api, DEMO};
+use crate::serve::spawn_with;
+use crate::support::accounts::{call, signed_in};
+use crate::support::{Kind, LoopbackServer};
+
+/// Ten refused creates (422 and 400) leave a user's two-a-minute
+/// `debate_create` bucket whole: two good creates pass, the third is 429.
+async fn refused_creates_leave_the_bucket(redis_url: Option<&str>) {
+    let mut vars = crate::auth::ROOMY.to_vec();
+    vars.push(("SERVICE_RATE_LIMIT_DEBATE_CREATE", "2"));
+    vars.push(("SERVICE_BURST_MULTIPLIER", "1"));
+    if let Some(url) = redis_url {
+        vars.push(("SERVICE_REDIS_URL", url));
+    }
+    let app = spawn_with(Kind::Sqlite, &vars).await;
+    let (_, token, _) = signed_in(&app.base, "rita@example.com").await;
+    let api = Api::with(&app.base, &token);
+    if redis_url.is_some() {
+        let admin = Api::with(&app.base, crate::support::TEST_TOKEN);
+        let (_, config) = admin.get("/api/rate-limits/config").await;
+        assert_eq!(config["backend"], "redis", "{config}");
+    }
+    let refused = [
+        (json!({"topic": "t", "agents": DEMO, "rounds": 0}), 422),
+        (json!({"topic": "t", "agents": ["demo-a"]}), 422),
+        (json!({"agents": DEMO}), 422),
+        (json!({"topic": "t", "agents": DEMO, "rounds": -1}), 422),
+        (json!({"topic": "t", "agents": ["demo-a", "claude"]}), 400),
+    ];
+    for (body, want) in refused.iter().cycle().take(10) {
+        let (status, error) = api.post("/api/debates", body.clone()).await;
+        assert_eq!(status, *want, "{body}: {error}");
+    }
+    for topic in ["First", "Second"] {
+        let body = json!({"topic": topic, "agents": DEMO, "rounds": 1});
+        let (status, created) = api.post("/api/debates", body).await;
+        assert_eq!(status, 201, "{created}");
+    }
+    let body = json!({"topic": "Third", "agents": DEMO, "rounds": 1});
+    let (status, refused) = api.post("/api/debates", body).await;
+    assert_eq!(status, 429, "{refused}");
+    // A refusal by the limiter itself gives nothing back.
+    let (status, _) = api.post("/api/debates", json!({"topic": "t"})).await;
+    assert_eq!(status, 429);
+    app.stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refused_creates_do_not_use_up_debate_create_in_memory() {
+    refused_creates_leave_the_bucket(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refused_creates_do_not_use_up_debate_create_in_redis() {
+    let redis = LoopbackServer::redis().await;
+    refused_creates_leave_the_bucket(Some(&redis.url())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn field_faults_answer_alike_and_keep_the_field_in_v1_and_v2() {
+    let (app, api) = Api::spawn(&[]).await;
+    let with_rounds = |rounds: Value| json!({"topic": "t", "agents": DEMO, "rounds": rounds});
+    let wanted = "rounds: must be between 1 and 12";
+    for rounds in [json!(0), json!(-1), json!(13)] {
+        let (status, general) = api.post("/api/debates", with_rounds(rounds.clone())).await;
+        assert_eq!(status, 422, "{general}");
+        assert_eq!(general["error"]["code"], "VALIDATION_ERROR", "{general}");
+        assert_eq!(general["error"]["message"], wanted, "{rounds}: {general}");
+        let details = &general["error"]["details"];
+        assert_eq!(details["field"], "rounds", "{general}");
+
+        let (status, v1) = api
+            .post("/api/v1/debates", with_rounds(rounds.clone()))
+            .await;
+        assert_eq!((status, &v1["status"]), (422, &json!(422)), "{v1}");
+        assert_eq!(v1["error"], wanted, "{rounds}: {v1}");
+
+        let (status, v2) = api
+            .post("/api/v2/debates", with_rounds(rounds.clone()))
+            .await;
+        assert_eq!(
+            (status, &v2["code"]),
+            (422, &json!("VALIDATION_ERROR")),
+            "{v2}"
+        );
+        assert_eq!(v2["error"], wanted, "{rounds}: {v2}");
+    }
+    // A wrong type, a missing field and a one-agent debate name their field
+    // in the bare-string forms too.
+    let cases = [
+        (with_rounds(json!("two")), "rounds: "),
+        (json!({"agents": DEMO}), "topic: "),
+        (json!({"topic": "t", "agents": ["demo-a"]}), "agents: "),
+        (
+            json!({"topic": "t", "agents": ["demo-a", "Demo-A"]}),
+            "agents: ",
+        ),
+    ];
+    for (body, prefix) in cases {
+        for path in ["/api/v1/debates", "/api/v2/debates"] {
+            let (status, error) = api.post(path, body.clone()).await;
+            assert_eq!(status, 422, "{path} {body}: {error}");
+            let message = error["error"].as_str().unwrap_or_default();
+            assert!(message.starts_with(prefix), "{path} {body}: {error}");
+            assert!(
+                message.len() > prefix.len() + 5,
+                "a reason follows: {error}"
+            );
+        }
+    }
+    // Other JSON routes: a missing required field is a 422 naming it, bad
+    // syntax stays a 400.
+    let (status, error) = api.post("/api/debates/batch", json!({})).await;
+    assert_eq!(status, 422, "{error}");
+    assert_eq!(error["error"]["details"]["field"], "debate_ids", "{error}");
+    let (status, error) = call(
+        Method::POST,
+        &format!("{}/api/auth/login", app.base),
+        None,
+        Some(json!({"email": "x@example.com"})),
+    )
+    .await;
+    assert_eq!(status, 422, "{error}");
+    assert_eq!(error["error"]["details"]["field"], "password", "{error}");
+    let response = crate::support::client()
+        .post(format!("{}/api/debates/batch", app.base))
+        .bearer_auth(&api.token)
+        .header("content-type", "application/json")
+        .body("{\"debate_ids\": [")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    app.stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn names_differing_in_case_are_one_agent_on_the_leaderboard() {
+    let (app, api) = Api::spawn(&[]).await;
+    let first = json!({"topic": "Tea or coffee?", "agents": ["Demo-A", "demo-b"], "rounds": 1});
+    let created = api.create("/api/debates", first).await;
+    assert_eq!(
+        created["agents"],
+        json!(["Demo-A", "demo-b"]),
+        "names keep their spelling"
+    );
+    api.finished(created["id"].as_str().unwrap()).await;
+    let second = json!({"topic": "Cats or dogs?", "agents": ["demo-a", "DEMO-B"], "rounds": 1});
+    let created = api.create("/api/debates", second).await;
+    api.finished(created["id"].as_str().unwrap()).await;
+    let both = |board: &Value| {
+        let agents = board["agents"].as_array().unwrap();
+        agents
+            .iter()
+            .map(|a| a["debates"].as_u64().unwrap())
+            .sum::<u64>()
+            == 4
+    };
+    let board = api.until("/api/leaderboard", both).await;
+    let mut names: Vec<&str> = board["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["demo-a", "demo-b"], "{board}");
+    assert!(
+        board["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["debates"] == 2),
+        "{board}"
+    );
+    app.stop.cancel();
+}
