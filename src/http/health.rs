@@ -21,6 +21,8 @@ use crate::auth::rbac::Permission;
 use crate::bus::Bus;
 use crate::projection;
 
+mod lag;
+
 pub fn routes() -> Routes {
     Routes::new()
         .add(
@@ -202,7 +204,10 @@ pub struct ProjectionDetail {
     pub name: &'static str,
     /// Position of the last event applied.
     pub checkpoint_position: Option<i64>,
-    /// True while the projection has not applied the newest event.
+    /// True while an event the projection applies waits past its
+    /// checkpoint. Events it ignores do not count: a projection saves its
+    /// checkpoint over them at most once a second, so an idle one may sit
+    /// below the head while having nothing left to do.
     pub behind: Option<bool>,
 }
 
@@ -223,19 +228,23 @@ pub struct SealDetail {
 async fn detailed(State(app): State<App>) -> (StatusCode, Json<DetailedHealth>) {
     let probe = Probe::run(&app).await;
     // A failing read leaves its figure empty: the database status says why.
-    let head = app.log.feed_head().await.ok().map(|c| c.position);
+    let head_cursor = app.log.feed_head().await.ok();
+    let head = head_cursor.map(|c| c.position);
     let mut projections = Vec::new();
     for name in projection::ALL {
         let checkpoint = app
             .log
             .load_checkpoint(&projection::checkpoint_name(name))
             .await
-            .ok()
-            .map(|c| c.position);
+            .ok();
+        let behind = match (head_cursor, checkpoint) {
+            (Some(head), Some(checkpoint)) => lag::behind(&app, name, checkpoint, head).await.ok(),
+            _ => None,
+        };
         projections.push(ProjectionDetail {
             name,
-            checkpoint_position: checkpoint,
-            behind: head.zip(checkpoint).map(|(h, c)| c < h),
+            checkpoint_position: checkpoint.map(|c| c.position),
+            behind,
         });
     }
     let last_seal = app.log.last_seal().await.ok().flatten();

@@ -19,6 +19,7 @@ mod lockout;
 mod nats;
 mod nats_deploy;
 mod platform;
+mod projection_lag;
 mod providers;
 mod ratelimit;
 mod schemas;

@@ -1,0 +1,64 @@
+//! Whether a projection is behind: it has an event to apply past its
+//! checkpoint. Comparing the checkpoint with the feed head alone would call
+//! idle projections `behind`, since they save their checkpoint over events
+//! they ignore at most once a second (and not at all after the last batch).
+
+use agon_projections::{
+    Accounts, AdminStats, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
+    Organizations, Projection, Sessions,
+};
+
+use crate::app::App;
+use crate::store::StoreError;
+
+/// Events read per query while looking past a checkpoint.
+const PAGE: i64 = 500;
+/// Most events looked at; a projection this far below the head counts as
+/// behind without reading further.
+const MOST: usize = 10_000;
+
+/// Whether `name` would change anything with the events in
+/// (`checkpoint`, `head`].
+pub(super) async fn behind(
+    app: &App,
+    name: &str,
+    checkpoint: Cursor,
+    head: Cursor,
+) -> Result<bool, StoreError> {
+    let mut after = checkpoint;
+    let mut seen = 0;
+    while after < head {
+        let page = app.log.read_feed(after, PAGE).await?;
+        let Some(last) = page.last() else {
+            return Ok(false);
+        };
+        after = last.cursor();
+        seen += page.len();
+        for event in page {
+            if event.cursor() > head {
+                return Ok(false);
+            }
+            if applies(name, &event.into_record()?) {
+                return Ok(true);
+            }
+        }
+        if seen >= MOST {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The projections' own filters: what their runners do not skip.
+fn applies(name: &str, event: &EventRecord) -> bool {
+    match name {
+        AdminStats::NAME => AdminStats::relevant(event),
+        Leaderboard::NAME => Leaderboard::relevant(event),
+        Accounts::NAME => Accounts::key(event).is_some(),
+        Sessions::NAME => Sessions::key(event).is_some(),
+        Organizations::NAME => Organizations::key(event).is_some(),
+        Debates::NAME => Debates::key(event).is_some(),
+        // An unknown name: only the head can tell.
+        _ => true,
+    }
+}
