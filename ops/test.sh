@@ -98,16 +98,35 @@ mkdir -p "$WORK/st"
 ST_TOKEN="schemathesis-static-token-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 SERVICE_DATA_DIR="$WORK/st" SERVICE_IP_RATE_LIMIT=1000000 SERVICE_LOG_LEVEL=ERROR \
   SERVICE_RATE_LIMIT_DEFAULT=1000000 SERVICE_RATE_LIMIT_AUTH=1000000 SERVICE_API_TOKEN="$ST_TOKEN" \
+  SERVICE_RATE_LIMIT_DEBATE_CREATE=1000000 SERVICE_RATE_LIMIT_EXPORT=1000000 SERVICE_RATE_LIMIT_REGISTER=1000000 \
+  SERVICE_RATE_LIMIT_DEBATE_LIST=1000000 SERVICE_RATE_LIMIT_HEALTH=1000000 SERVICE_RATE_LIMIT_ADMIN=1000000 \
   target/debug/agon serve --api-port "$API_PORT" --ws-port "$(free_port)" --host 127.0.0.1 \
   >"$WORK/agon.log" 2>&1 &
 AGON_PID=$!
 wait_port "$API_PORT"
 FUZZ_OK=1
-# The document and every call carry the static token (role admin); the
-# fuzzer's own checks still send calls without it to see them refused.
-curl -sf -H "Authorization: Bearer $ST_TOKEN" "http://127.0.0.1:$API_PORT/api/openapi.json" >"$WORK/openapi.json" || FUZZ_OK=0
-(cd "$WORK" && "$SCHEMATHESIS" --config-file "$ROOT/ops/schemathesis.toml" run "$WORK/openapi.json" --url "http://127.0.0.1:$API_PORT" \
-  -H "Authorization: Bearer $ST_TOKEN" --max-examples 25 --seed 1 --no-color) 2>&1 | tail -n 25 || FUZZ_OK=0
+# The document is public. The fuzzer runs twice: as the admin (the static
+# token) and as a normal signed-up user, whose admin-only calls must be
+# refused as documented; its own checks also send calls without a credential.
+curl -sf "http://127.0.0.1:$API_PORT/api/openapi.json" >"$WORK/openapi.json" || FUZZ_OK=0
+USER_TOKEN=$(python3 - "http://127.0.0.1:$API_PORT" <<'PY'
+import json, sys, urllib.request
+base = sys.argv[1]
+account = {"email": "fuzz-user@example.com", "password": "fuzz-user-password-1", "name": "Fuzz"}
+def post(path, body):
+    request = urllib.request.Request(base + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        return json.load(response)
+post("/api/auth/register", account)
+print(post("/api/auth/login", {"email": account["email"], "password": account["password"]})["access_token"])
+PY
+) || FUZZ_OK=0
+for who in admin user; do
+  if [ "$who" = admin ]; then TOKEN=$ST_TOKEN; else TOKEN=$USER_TOKEN; fi
+  log "schemathesis as the $who"
+  (cd "$WORK" && "$SCHEMATHESIS" --config-file "$ROOT/ops/schemathesis.toml" run "$WORK/openapi.json" --url "http://127.0.0.1:$API_PORT" \
+    -H "Authorization: Bearer $TOKEN" --max-examples 25 --seed 1 --no-color) 2>&1 | tail -n 25 || FUZZ_OK=0
+done
 [ "$FUZZ_OK" = 1 ] || log "schemathesis found failures (see above)"
 # One closing line for the whole run (cargo prints one per test binary).
 SUMMARY_OK=1

@@ -229,16 +229,25 @@ impl ErrorReport {
 
     /// The body in `form`; `trace_id` is the request id.
     pub fn body(&self, form: ErrorForm, trace_id: &str) -> Value {
-        if let Some(verdict) = &self.rate_limit {
-            return json!({
-                "error": self.message,
-                "code": self.code,
-                "retry_after": verdict.retry_after_secs(),
-                "limit": verdict.limit,
-                "remaining": verdict.remaining,
-                "trace_id": trace_id,
-            });
+        let mut body = self.form_body(form, trace_id);
+        if let (Some(verdict), Some(fields)) = (&self.rate_limit, body.as_object_mut()) {
+            // §7's rate-limit form on top of the version's own: `error`
+            // stays a string (form 4), and the version's other fields stay.
+            if form == ErrorForm::General {
+                fields.insert("message".into(), json!(self.message));
+                fields.insert("details".into(), self.details.clone());
+            }
+            fields.insert("error".into(), json!(self.message));
+            fields.insert("code".into(), json!(self.code));
+            fields.insert("retry_after".into(), json!(verdict.retry_after_secs()));
+            fields.insert("limit".into(), json!(verdict.limit));
+            fields.insert("remaining".into(), json!(verdict.remaining));
+            fields.insert("trace_id".into(), json!(trace_id));
         }
+        body
+    }
+
+    fn form_body(&self, form: ErrorForm, trace_id: &str) -> Value {
         match form {
             ErrorForm::General => {
                 let mut error = Map::new();

@@ -202,3 +202,37 @@ fn a_rate_the_limiter_cannot_work_with_stops_the_start() {
         assert!(stderr.contains(variable), "{stderr}");
     }
 }
+
+#[tokio::test]
+async fn a_429_has_the_shape_of_its_versions_errors() {
+    let app = spawn_with(
+        Kind::Sqlite,
+        &[
+            ("SERVICE_RATE_LIMIT_HEALTH", "1"),
+            ("SERVICE_BURST_MULTIPLIER", "1"),
+        ],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let get = |path: &'static str| {
+        let client = client.clone();
+        let url = format!("{}{path}", app.base);
+        async move {
+            let response = client.get(url).send().await.unwrap();
+            (response.status(), response.json::<Value>().await.unwrap())
+        }
+    };
+    assert_eq!(get("/api/v1/health").await.0, 200);
+    let (status, v1) = get("/api/v1/health").await;
+    assert_eq!(status, 429);
+    assert_eq!(v1["status"], 429, "v1 keeps its status field: {v1}");
+    assert!(v1["error"].is_string());
+    assert_eq!(v1["limit"], 1);
+    let (status, v2) = get("/api/v2/system/health").await;
+    assert_eq!(status, 429);
+    assert_eq!(v2["code"], "RATE_LIMIT_EXCEEDED");
+    assert!(v2["support_url"].is_string(), "v2 keeps its fields: {v2}");
+    assert!(v2.get("resource_type").is_some());
+    assert_eq!(v2["remaining"], 0);
+    app.stop.cancel();
+}

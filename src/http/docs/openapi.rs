@@ -27,8 +27,9 @@ are supported: they answer v1 bodies and are not deprecated.
 ## Errors
 Unversioned paths answer `{error: {code, message, details, trace_id}}`; \
 v1 answers `{error, status}`; v2 answers `{error, code, resource_type, \
-resource_id, trace_id, support_url}`; every 429 answers `{error, code, \
-retry_after, limit, remaining}` with `Retry-After`. Codes: BAD_REQUEST 400, \
+resource_id, trace_id, support_url}`; a 429 answers its version's form with \
+`{error, code, retry_after, limit, remaining}` on top (`error` a string) and \
+`Retry-After`. Codes: BAD_REQUEST 400, \
 UNAUTHORIZED 401, FORBIDDEN 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, \
 REQUEST_TIMEOUT 408, CONFLICT 409, PAYLOAD_TOO_LARGE 413, \
 UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422, RATE_LIMIT_EXCEEDED 429, \
