@@ -6,8 +6,9 @@
 //! for the same sequence number and exhaust their retries.
 //!
 //! Known and unknown addresses must take equally long: an unknown one does
-//! the same reads and the same Argon2 work, and waits in place of the two
-//! appends a known one makes, for as long as recent appends took.
+//! the same reads and the same Argon2 work, then answers at a time drawn
+//! from the recent failed sign-ins of known addresses (which also made two
+//! appends), so that both follow one distribution.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -20,15 +21,16 @@ use tokio::sync::Mutex as AsyncMutex;
 use super::{Auth, AuthError, Caller, Credential};
 use crate::store::{CommandError, Held};
 
-/// How many recent append timings the unknown-address wait draws from.
+/// How many recent known-address failure times the unknown path draws from.
 const PAD_SAMPLES: usize = 64;
-/// The wait before any append has been timed.
-const PAD_DEFAULT: Duration = Duration::from_millis(2);
+/// The answer time of an unknown address before any failure was timed
+/// (about one Argon2 check and two appends).
+const PAD_DEFAULT: Duration = Duration::from_millis(25);
 
 /// One account's queue in this process, with its state as last seen.
 pub(super) type Gate = Arc<AsyncMutex<Option<Held<Account>>>>;
 
-/// The per-account gates of this process, and the append timings.
+/// The per-account gates of this process, and recent failure times.
 #[derive(Debug, Default)]
 pub(super) struct Attempts {
     gates: Mutex<HashMap<String, Gate>>,
@@ -54,8 +56,8 @@ impl Attempts {
         }
     }
 
-    /// Remembers how long a known address's appends took.
-    pub(super) fn record_appends(&self, took: Duration) {
+    /// Remembers how long a known address's failed sign-in took.
+    pub(super) fn record_failure_time(&self, took: Duration) {
         let mut appends = self.appends.lock().unwrap_or_else(|e| e.into_inner());
         if appends.len() == PAD_SAMPLES {
             appends.pop_front();
@@ -63,8 +65,7 @@ impl Attempts {
         appends.push_back(took);
     }
 
-    /// A wait drawn from the recent append timings, so that the unknown
-    /// path's durations follow the known path's distribution.
+    /// An answer time drawn from recent known-address failures.
     pub(super) fn pad(&self) -> Duration {
         let appends = self.appends.lock().unwrap_or_else(|e| e.into_inner());
         if appends.is_empty() {

@@ -20,6 +20,8 @@ use crate::crypto::totp;
 
 /// Longest accepted email address (RFC 5321's path limit).
 const MAX_EMAIL_CHARS: usize = 254;
+/// The timer's resolution.
+const TIMER_TICK: std::time::Duration = std::time::Duration::from_millis(1);
 /// Longest display name.
 const MAX_NAME_CHARS: usize = 200;
 
@@ -117,6 +119,7 @@ impl Auth {
         password: String,
         device: Device,
     ) -> Result<LoginOutcome, AuthError> {
+        let started = Instant::now();
         let user_id = if email.chars().count() <= MAX_EMAIL_CHARS {
             self.log()
                 .load::<EmailClaim>(&normalize_email(email))
@@ -126,16 +129,23 @@ impl Auth {
             None
         };
         let Some(user_id) = user_id else {
-            // The same reads and Argon2 work as a known address; a wait as
-            // long as a known address's appends stands in for them.
+            // The same reads and Argon2 work as a known address; then the
+            // answer waits until a time drawn from recent known-address
+            // failures, which also made two appends.
             self.log().load::<Account>(DECOY_ACCOUNT).await?;
             self.hasher().verify(password, None).await;
-            tokio::time::sleep(self.inner.attempts.pad()).await;
+            // Less one millisecond: the timer wakes at the next tick after
+            // the deadline, up to a millisecond late.
+            let answer_at = started + self.inner.attempts.pad().saturating_sub(TIMER_TICK);
+            tokio::time::sleep_until(answer_at.into()).await;
             return Err(AuthError::InvalidCredentials);
         };
         let gate = self.inner.attempts.gate(&user_id);
         let result = self.password_step(&gate, &user_id, password, device).await;
         self.inner.attempts.release(&user_id, gate);
+        if matches!(result, Err(AuthError::InvalidCredentials)) {
+            self.inner.attempts.record_failure_time(started.elapsed());
+        }
         result
     }
 
@@ -146,23 +156,18 @@ impl Auth {
         password: String,
         device: Device,
     ) -> Result<LoginOutcome, AuthError> {
-        let appending = Instant::now();
         let (attempt_id, account) = match self.reserve(gate, user_id, None).await {
             Err(AuthError::NotFound { .. }) => return Err(AuthError::InvalidCredentials),
             other => other?,
         };
-        let mut appends = appending.elapsed();
         let stored = Some(account.password_hash.clone());
         if !self.hasher().verify(password, stored).await {
-            let appending = Instant::now();
             let failure = AccountCommand::RecordLoginFailure {
                 reason: FailureReason::Password,
                 attempt: Some(attempt_id),
                 at: self.clock().now(),
             };
             self.gated(gate, user_id, failure).await?;
-            appends += appending.elapsed();
-            self.inner.attempts.record_appends(appends);
             return Err(AuthError::InvalidCredentials);
         }
         let outcome = self

@@ -345,6 +345,30 @@ async fn timing_of_known_and_unknown_emails() {
         }
         known.sort();
         unknown.sort();
+        // The same, in process (no HTTP).
+        let (mut k2, mut u2) = (Vec::new(), Vec::new());
+        for round in 0..100 {
+            if round % 4 == 0 {
+                call(Method::POST, &unlock, Some(TEST_TOKEN), None).await;
+            }
+            let (email, times) = if round % 2 == 0 {
+                ("tim@example.com", &mut k2)
+            } else {
+                ("nobody@example.com", &mut u2)
+            };
+            let device = agon_aggregates::account::Device::default();
+            let started = Instant::now();
+            let result = app.app.auth.login(email, "wrong password", device).await;
+            times.push(started.elapsed());
+            assert!(result.is_err());
+        }
+        k2.sort();
+        u2.sort();
+        println!(
+            "in process: known {:?} unknown {:?}",
+            k2[k2.len() / 2],
+            u2[u2.len() / 2]
+        );
         println!(
             "{kind:?}: median known {:.1} ms, unknown {:.1} ms ({} each)",
             known[known.len() / 2].as_secs_f64() * 1e3,
