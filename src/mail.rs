@@ -10,9 +10,9 @@ use lettre::message::header::ContentType;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use thiserror::Error;
 
-/// Sender written into outbox files: an outbox has no SMTP account whose
-/// address would be the natural choice.
-pub const OUTBOX_FROM: &str = "Agon <noreply@agon.local>";
+/// The sender when `SERVICE_MAIL_FROM` is unset (README's default), also
+/// written into outbox files unless [`Mailer::with_from`] names another.
+pub const DEFAULT_FROM: &str = "Agon <noreply@agon.localhost>";
 
 /// One plain-text email.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +56,8 @@ enum Mode {
     },
     Outbox {
         dir: PathBuf,
+        /// A checked mailbox, as written into the `From:` line.
+        from: String,
     },
 }
 
@@ -82,16 +84,41 @@ impl Mailer {
         }))
     }
 
-    /// A mailer that writes each mail as a file into `dir`, created on first use.
+    /// A mailer that writes each mail as a file into `dir`, created on
+    /// first use, from [`DEFAULT_FROM`].
     pub fn outbox(dir: PathBuf) -> Self {
-        Self(Mode::Outbox { dir })
+        Self(Mode::Outbox {
+            dir,
+            from: DEFAULT_FROM.to_owned(),
+        })
+    }
+
+    /// The same mailer sending as `from` (`SERVICE_MAIL_FROM`), so outbox
+    /// files show the sender SMTP would use.
+    pub fn with_from(self, from: &str) -> Result<Self, MailError> {
+        let sender = parse_mailbox(from)?;
+        Ok(Self(match self.0 {
+            Mode::Smtp {
+                transport,
+                endpoint,
+                ..
+            } => Mode::Smtp {
+                transport,
+                from: sender,
+                endpoint,
+            },
+            Mode::Outbox { dir, .. } => Mode::Outbox {
+                dir,
+                from: sender.to_string(),
+            },
+        }))
     }
 
     /// Where mail goes, fit for a log line: `smtp host:port` or `outbox /path`.
     pub fn describe(&self) -> String {
         match &self.0 {
             Mode::Smtp { endpoint, .. } => endpoint.clone(),
-            Mode::Outbox { dir } => format!("outbox {}", dir.display()),
+            Mode::Outbox { dir, .. } => format!("outbox {}", dir.display()),
         }
     }
 
@@ -120,8 +147,8 @@ impl Mailer {
                 tracing::info!(to = %mail.to, subject = %mail.subject, via = %endpoint, "mail sent");
                 Ok(())
             }
-            Mode::Outbox { dir } => {
-                let path = write_to_outbox(dir, &to, mail).await?;
+            Mode::Outbox { dir, from } => {
+                let path = write_to_outbox(dir, from, &to, mail).await?;
                 tracing::info!(
                     to = %mail.to,
                     subject = %mail.subject,
@@ -132,6 +159,51 @@ impl Mailer {
             }
         }
     }
+}
+
+/// Where links in mails point when `SERVICE_PUBLIC_URL` is unset: the
+/// address `agon serve` listens on (`localhost` for the wildcard addresses,
+/// which name no host a reader could open).
+pub fn served_url(host: &str, port: u16) -> String {
+    let host = host.trim_matches(['[', ']']);
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) if ip.is_unspecified() => format!("http://localhost:{port}"),
+        Ok(std::net::IpAddr::V6(ip)) => format!("http://[{ip}]:{port}"),
+        _ => format!("http://{host}:{port}"),
+    }
+}
+
+/// The small HTML page a link in a mail lands on when a browser opens it:
+/// a title and a few paragraphs, escaped.
+pub fn landing_page(title: &str, paragraphs: &[String]) -> String {
+    let mut body = String::new();
+    for paragraph in paragraphs {
+        body.push_str("<p>");
+        body.push_str(&escape_html(paragraph));
+        body.push_str("</p>\n");
+    }
+    let title = escape_html(title);
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title} - Agon</title></head>\n<body style=\"font-family: sans-serif; \
+         max-width: 36em; margin: 3em auto; padding: 0 1em\">\n<h1>{title}</h1>\n{body}</body>\n</html>\n"
+    )
+}
+
+fn escape_html(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
 }
 
 fn parse_mailbox(address: &str) -> Result<Mailbox, MailError> {
@@ -145,7 +217,12 @@ fn parse_mailbox(address: &str) -> Result<Mailbox, MailError> {
 
 /// Writes `mail` as one `.eml` file and returns its path. The file appears
 /// whole or not at all, so a reader watching the folder never sees half a mail.
-async fn write_to_outbox(dir: &Path, to: &Mailbox, mail: &Mail) -> Result<PathBuf, MailError> {
+async fn write_to_outbox(
+    dir: &Path,
+    from: &str,
+    to: &Mailbox,
+    mail: &Mail,
+) -> Result<PathBuf, MailError> {
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| MailError::Outbox { path, source }
@@ -170,7 +247,7 @@ async fn write_to_outbox(dir: &Path, to: &Mailbox, mail: &Mail) -> Result<PathBu
     let subject = mail.subject.replace(['\r', '\n'], " ");
     let body = mail.body.replace("\r\n", "\n").replace('\n', "\r\n");
     let text = format!(
-        "From: {OUTBOX_FROM}\r\nTo: {to}\r\nSubject: {subject}\r\nDate: {}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n{body}",
+        "From: {from}\r\nTo: {to}\r\nSubject: {subject}\r\nDate: {}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n{body}",
         now.to_rfc2822(),
     );
 
@@ -274,7 +351,10 @@ mod tests {
 
         let text = std::fs::read_to_string(path).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
-        assert!(head.contains(&format!("From: {OUTBOX_FROM}\r\n")), "{head}");
+        assert!(
+            head.contains(&format!("From: {DEFAULT_FROM}\r\n")),
+            "{head}"
+        );
         assert!(head.contains("To: Ada <ada@example.org>\r\n"), "{head}");
         assert!(head.contains("Subject: Verify your address\r\n"), "{head}");
         assert!(head.contains("\r\nDate: "), "{head}");
@@ -313,6 +393,43 @@ mod tests {
             assert!(matches!(err, MailError::BadSmtpUrl(_)), "{url}: {err:?}");
             assert!(!err.to_string().contains("secretpw"), "{err}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_outbox_writes_the_configured_sender() {
+        let dir = std::env::temp_dir().join(format!(
+            "agon-mail-from-{}-{}",
+            std::process::id(),
+            chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+        ));
+        let mailer = Mailer::outbox(dir.clone())
+            .with_from("Agon Tests <tests@agon.example>")
+            .unwrap();
+        mailer.send(&sample()).await.unwrap();
+        let path = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(
+            text.starts_with("From: \"Agon Tests\" <tests@agon.example>\r\n")
+                || text.starts_with("From: Agon Tests <tests@agon.example>\r\n"),
+            "{text}"
+        );
+        assert!(Mailer::outbox(dir.clone()).with_from("nobody").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_default_sender_is_the_documented_one() {
+        let readme = include_str!("../README.md");
+        let row = readme
+            .lines()
+            .find(|line| line.starts_with("| `SERVICE_MAIL_FROM`"))
+            .unwrap_or_default();
+        assert!(row.contains(&format!("`{DEFAULT_FROM}`")), "{row}");
     }
 
     #[test]
@@ -356,6 +473,26 @@ mod tests {
         }
         let outbox = Mailer::outbox(PathBuf::from("/tmp/outbox"));
         assert_eq!(outbox.describe(), "outbox /tmp/outbox");
+    }
+
+    #[test]
+    fn the_default_public_url_is_the_served_address() {
+        assert_eq!(served_url("127.0.0.1", 9000), "http://127.0.0.1:9000");
+        assert_eq!(served_url("0.0.0.0", 8080), "http://localhost:8080");
+        assert_eq!(served_url("::", 8080), "http://localhost:8080");
+        assert_eq!(served_url("::1", 81), "http://[::1]:81");
+        assert_eq!(served_url("agon.internal", 81), "http://agon.internal:81");
+    }
+
+    #[test]
+    fn landing_pages_escape_what_they_show() {
+        let page = landing_page("Invited <b>", &["Ada & \"Bob\" <x@y>".to_owned()]);
+        assert!(page.starts_with("<!doctype html>"), "{page}");
+        assert!(page.contains("<h1>Invited &lt;b&gt;</h1>"), "{page}");
+        assert!(
+            page.contains("<p>Ada &amp; &quot;Bob&quot; &lt;x@y&gt;</p>"),
+            "{page}"
+        );
     }
 
     #[test]

@@ -108,10 +108,16 @@ enum KeysCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::from_env() {
+    let mut settings = match Settings::from_env() {
         Ok(settings) => settings,
         Err(e) => return fail(&e),
     };
+    // Links in mails point at the served address unless SERVICE_PUBLIC_URL says otherwise.
+    if let Command::Serve { host, api_port, .. } = &cli.command
+        && std::env::var_os("SERVICE_PUBLIC_URL").is_none()
+    {
+        settings.auth.public_url = agon::mail::served_url(host, *api_port);
+    }
     init_logging(&settings);
     // Start-up warnings concern the service; the other commands keep quiet.
     if matches!(cli.command, Command::Serve { .. }) {

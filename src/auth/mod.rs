@@ -114,7 +114,7 @@ impl Auth {
         };
         let mailer = match &auth.smtp_url {
             Some(url) => Mailer::smtp(url.expose(), &auth.mail_from)?,
-            None => Mailer::outbox(settings.data_dir.join("outbox")),
+            None => Mailer::outbox(settings.data_dir.join("outbox")).with_from(&auth.mail_from)?,
         };
         tracing::info!(mail = %mailer.describe(), "mail delivery");
         Ok(Self {

@@ -180,7 +180,11 @@ async fn wrap_v2(response: Response, request_id: &str, self_link: &str) -> Respo
     let Ok(data) = serde_json::from_slice::<Value>(&bytes) else {
         return Response::from_parts(parts, Body::from(bytes));
     };
-    let links = parts.extensions.get::<ListLinks>().cloned();
+    let links = parts
+        .extensions
+        .get::<ListLinks>()
+        .cloned()
+        .or_else(|| ListLinks::from_page(&data, self_link));
     let wrapped = envelope(
         data,
         request_id,
@@ -220,6 +224,13 @@ fn add_version_headers(
     }
 }
 
+fn is_html(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"))
+}
+
 /// Gives every error response the body of `form`, logs internal causes and
 /// records the error.
 fn render_error(
@@ -238,6 +249,8 @@ fn render_error(
         Some(report) => report.clone(),
         // Some layer answered without our error type (axum's 405, a timeout,
         // a length limit): replace its bare body. JSON bodies are meant.
+        // A page opened from a mail's link explains the error itself.
+        None if is_html(response.headers()) => return response,
         None if !is_json(response.headers()) => Arc::new(ErrorReport::for_status(status)),
         None => return response,
     };

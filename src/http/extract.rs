@@ -1,6 +1,7 @@
 //! Extractors whose rejections are [`ApiError`]s, so a malformed body, a
 //! wrong type, a missing content type or an oversized body answers in the
-//! spec's error form like everything else.
+//! spec's error form like everything else; and [`WantsHtml`] with the
+//! pages that links in mails land on.
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -81,6 +82,52 @@ fn data_fault(text: &str) -> (String, String) {
         (path, _) => path.to_owned(),
     };
     (field, reason.to_owned())
+}
+
+/// Whether the client prefers a page to JSON: its `Accept` names
+/// `text/html` (as browsers opening a link in a mail do) and not JSON
+/// before it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WantsHtml(pub bool);
+
+impl<S: Send + Sync> FromRequestParts<S> for WantsHtml {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let accept = parts
+            .headers
+            .get(axum::http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let html = accept.find("text/html");
+        let json = accept.find("json");
+        Ok(Self(match (html, json) {
+            (Some(h), Some(j)) => h < j,
+            (html, _) => html.is_some(),
+        }))
+    }
+}
+
+/// A landing page (see [`crate::mail::landing_page`]) with `status`.
+pub fn page(status: StatusCode, title: &str, paragraphs: &[String]) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let html = crate::mail::landing_page(title, paragraphs);
+    (status, axum::response::Html(html)).into_response()
+}
+
+/// A landing page for an error: its status, and its message unless it is a
+/// server error (whose cause is never shown).
+pub fn error_page(title: &str, error: ApiError) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let message = error.to_string();
+    let status = error.into_response().status();
+    let text = if status.is_server_error() {
+        "Something went wrong on our side; please try the link again later.".to_owned()
+    } else {
+        message
+    };
+    page(status, title, &[text])
 }
 
 /// Query parameters.

@@ -197,6 +197,39 @@ pub struct ListLinks {
     pub prev: Option<String>,
 }
 
+impl ListLinks {
+    /// The links of a list body that reports its own paging (`total`, and
+    /// `limit` and `offset` when paged), so every v2 list carries `links`
+    /// without each handler building them. `None` for bodies that are not
+    /// lists.
+    pub fn from_page(data: &Value, self_link: &str) -> Option<Self> {
+        let total = data.get("total")?.as_u64()?;
+        let (Some(limit), Some(offset)) = (
+            data.get("limit").and_then(Value::as_u64),
+            data.get("offset").and_then(Value::as_u64),
+        ) else {
+            return Some(Self::default());
+        };
+        let at = |offset: u64| with_query(self_link, "offset", &offset.to_string());
+        Some(Self {
+            next: (limit > 0 && offset + limit < total).then(|| at(offset + limit)),
+            prev: (offset > 0).then(|| at(offset.saturating_sub(limit))),
+        })
+    }
+}
+
+/// `link` with `name=value` in its query, replacing an earlier value.
+fn with_query(link: &str, name: &str, value: &str) -> String {
+    let (path, query) = link.split_once('?').unwrap_or((link, ""));
+    let mut pairs: Vec<String> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some(name))
+        .map(str::to_owned)
+        .collect();
+    pairs.push(format!("{name}={value}"));
+    format!("{path}?{}", pairs.join("&"))
+}
+
 /// `{data, meta: {version, timestamp, request_id}, links?}`.
 pub fn envelope(
     data: Value,
@@ -221,6 +254,27 @@ pub fn envelope(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_link_to_their_neighbours() {
+        let page = json!({"debates": [], "total": 45, "limit": 20, "offset": 20});
+        let links = ListLinks::from_page(&page, "/api/v2/debates?status=completed&offset=20")
+            .unwrap_or_default();
+        assert_eq!(
+            links.next.as_deref(),
+            Some("/api/v2/debates?status=completed&offset=40")
+        );
+        assert_eq!(
+            links.prev.as_deref(),
+            Some("/api/v2/debates?status=completed&offset=0")
+        );
+        let last = json!({"total": 45, "limit": 20, "offset": 40});
+        assert_eq!(
+            ListLinks::from_page(&last, "/x").map(|l| l.next),
+            Some(None)
+        );
+        assert!(ListLinks::from_page(&json!({"status": "healthy"}), "/x").is_none());
+    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

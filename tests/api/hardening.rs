@@ -236,3 +236,39 @@ async fn a_429_has_the_shape_of_its_versions_errors() {
     assert_eq!(v2["remaining"], 0);
     app.stop.cancel();
 }
+
+#[tokio::test]
+async fn v2_lists_carry_links() {
+    let app = spawn_with(Kind::Sqlite, &crate::auth::ROOMY).await;
+    let admin = crate::support::client();
+    for n in 0..3 {
+        let created = admin
+            .post(format!("{}/api/v2/debates", app.base))
+            .json(&serde_json::json!({"task": format!("Links {n}?"), "agents": ["demo-a", "demo-b"], "rounds": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 201);
+    }
+    let page: Value = admin
+        .get(format!("{}/api/v2/debates?limit=2", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["links"]["self"], "/api/v2/debates?limit=2", "{page}");
+    assert_eq!(page["links"]["next"], "/api/v2/debates?limit=2&offset=2");
+    assert!(page["links"]["prev"].is_null());
+    let board: Value = admin
+        .get(format!("{}/api/v2/agents/leaderboard", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(board["links"].is_object(), "{board}");
+    app.stop.cancel();
+}

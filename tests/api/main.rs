@@ -16,6 +16,7 @@ mod docs;
 mod feed;
 mod hardening;
 mod lockout;
+mod mail_links;
 mod nats;
 mod nats_deploy;
 mod platform;

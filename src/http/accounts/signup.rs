@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
@@ -14,7 +15,7 @@ use crate::app::App;
 use crate::auth::signup::{InviteCheck, Membership, SentInvite};
 use crate::auth::{AccountHolder, Caller, Credential};
 use crate::http::error::ApiError;
-use crate::http::extract::{ApiJson, ApiQuery};
+use crate::http::extract::{ApiJson, ApiQuery, WantsHtml, error_page, page};
 use crate::http::ratelimit::{AuthPath, PathLimit};
 use crate::http::routes::{RouteSpec, Routes};
 
@@ -89,10 +90,24 @@ async fn verify_email(
         (status = 409, description = "Token expired, or the email is already verified")))]
 async fn verify_email_link(
     State(app): State<App>,
+    WantsHtml(html): WantsHtml,
     ApiQuery(query): ApiQuery<TokenBody>,
-) -> Result<Json<Done>, ApiError> {
-    app.auth.verify_email(&query.token).await?;
-    Ok(Json(Done::new("Email verified")))
+) -> Result<Response, ApiError> {
+    let verified = app.auth.verify_email(&query.token).await;
+    if html {
+        // A browser opened the link in the mail: answer with a page.
+        let title = "Email verification";
+        return Ok(match verified {
+            Ok(_) => page(
+                StatusCode::OK,
+                "Email verified",
+                &["Your email address is verified. You can close this page.".to_owned()],
+            ),
+            Err(e) => error_page(title, e.into()),
+        });
+    }
+    verified?;
+    Ok(Json(Done::new("Email verified")).into_response())
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -201,7 +216,49 @@ async fn accept_invite(
     responses((status = 200, body = InviteCheck)))]
 async fn check_invite(
     State(app): State<App>,
+    WantsHtml(html): WantsHtml,
     ApiQuery(query): ApiQuery<TokenBody>,
-) -> Result<Json<InviteCheck>, ApiError> {
-    Ok(Json(app.auth.check_invite(&query.token).await?))
+) -> Result<Response, ApiError> {
+    let check = app.auth.check_invite(&query.token).await;
+    if html {
+        // A browser opened the link in the mail: answer with a page.
+        return Ok(match check {
+            Ok(check) => invitation_page(&check, &query.token),
+            Err(e) => error_page("Invitation", e.into()),
+        });
+    }
+    Ok(Json(check?).into_response())
+}
+
+/// What an invitation offers, for a person, with how to accept it.
+fn invitation_page(check: &InviteCheck, token: &str) -> Response {
+    let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".to_owned());
+    if !check.valid {
+        let reason = check.reason.clone().unwrap_or_default();
+        return page(
+            StatusCode::OK,
+            "Invitation",
+            &[format!("This invitation cannot be accepted: {reason}")],
+        );
+    }
+    let until = check
+        .expires_at
+        .map(|at| format!(" It is valid until {}.", at.format("%Y-%m-%d %H:%M UTC")))
+        .unwrap_or_default();
+    page(
+        StatusCode::OK,
+        "You are invited",
+        &[
+            format!(
+                "{} is invited to join {} on Agon as {}.{until}",
+                or_unknown(&check.email),
+                or_unknown(&check.org_name),
+                or_unknown(&check.role),
+            ),
+            format!(
+                "To accept, POST {{\"token\": \"{token}\"}} to /api/v1/auth/accept-invite signed \
+             in as that address, or add \"name\" and \"password\" to create the account."
+            ),
+        ],
+    )
 }
