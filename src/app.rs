@@ -64,7 +64,12 @@ impl App {
     pub async fn build(settings: Settings) -> Result<Self, StartError> {
         let db = match &settings.database_url {
             Some(url) => {
-                Db::connect_postgres(url.expose(), settings.database_max_connections).await?
+                Db::connect_postgres_timed(
+                    url.expose(),
+                    settings.database_max_connections,
+                    settings.database_acquire_timeout,
+                )
+                .await?
             }
             None => Db::open_sqlite(&settings.data_dir).await?,
         };

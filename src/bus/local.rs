@@ -4,7 +4,8 @@
 //! starts after. A consumer applies a batch that continues from its own
 //! checkpoint; when it has fallen behind (a lagged receiver, a start from an
 //! old checkpoint) it catches up from the store, so nothing depends on the
-//! broadcast keeping up.
+//! broadcast keeping up. After a database outage every consumer starts again
+//! from its stored checkpoint ([`Resync`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use agon_projections::{Cursor, EventRecord};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::{Consumer, after_checkpoint, pause, to_records};
+use super::{Consumer, Resync, after_checkpoint, pause, to_records};
 use crate::store::{Backend, EventLog};
 
 const PAGE: i64 = 1_000;
@@ -38,6 +39,8 @@ pub struct LocalBus {
     sender: broadcast::Sender<FeedBatch>,
     /// How often the relay looks for commits it was not told of (other replicas).
     poll_interval: Duration,
+    /// Sends consumers back to their stored checkpoints after a database outage.
+    resync: Resync,
 }
 
 impl LocalBus {
@@ -49,6 +52,7 @@ impl LocalBus {
         Self {
             sender: broadcast::channel(BROADCAST_CAPACITY).0,
             poll_interval,
+            resync: Resync::default(),
         }
     }
 
@@ -69,8 +73,13 @@ impl LocalBus {
         // (on PostgreSQL it waits for older transactions still in flight),
         // growing to the idle poll for other replicas' commits.
         let mut wait = self.poll_interval;
+        let mut failing = false;
         loop {
-            match log.read_feed(cursor, PAGE).await.and_then(to_records) {
+            let read = log.read_feed(cursor, PAGE).await.and_then(to_records);
+            if read.is_ok() && std::mem::take(&mut failing) {
+                self.resync.database_back();
+            }
+            match read {
                 Ok(events) if !events.is_empty() => {
                     wait = self.poll_interval;
                     let from = cursor;
@@ -83,7 +92,10 @@ impl LocalBus {
                     continue;
                 }
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "relay cannot read the feed; retrying"),
+                Err(e) => {
+                    failing = true;
+                    tracing::warn!(error = %e, "relay cannot read the feed; retrying");
+                }
             }
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -119,6 +131,7 @@ impl LocalBus {
     ) -> Result<(), crate::store::StoreError> {
         // Subscribe before catching up, so no batch falls between the two.
         let mut receiver = self.sender.subscribe();
+        let mut resync = self.resync.subscribe();
         let mut checkpoint = consumer.checkpoint().await?;
         loop {
             let events = to_records(log.read_feed(checkpoint, PAGE).await?)?;
@@ -130,6 +143,7 @@ impl LocalBus {
         loop {
             let batch = tokio::select! {
                 () = stop.cancelled() => return Ok(()),
+                _ = resync.changed() => return Ok(()),
                 received = receiver.recv() => received,
             };
             match batch {

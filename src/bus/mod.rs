@@ -75,7 +75,7 @@ impl Bus {
     ) {
         match self {
             Bus::Local(bus) => bus.run_consumer(log, consumer, stop).await,
-            Bus::Nats(bus) => bus.run_consumer(consumer, stop).await,
+            Bus::Nats(bus) => bus.run_consumer(log, consumer, stop).await,
         }
     }
 
@@ -101,6 +101,37 @@ impl Bus {
             Bus::Local(_) => "in-process",
             Bus::Nats(_) => "nats-jetstream",
         }
+    }
+}
+
+/// Tells consumers that the database came back after an outage, so they
+/// start again from their stored checkpoints rather than from the cursor
+/// they hold in memory.
+///
+/// Read models commit without waiting for the disk (`synchronous_commit =
+/// off`), so a database server that crashed can come back without a
+/// read-model commit the consumer already counted as done; the log itself
+/// is flushed. Re-reading from the stored checkpoint redoes exactly what
+/// was lost, and the stream guards make the rest no-ops.
+#[derive(Debug, Clone)]
+pub(crate) struct Resync(Arc<tokio::sync::watch::Sender<u64>>);
+
+impl Default for Resync {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::channel(0).0))
+    }
+}
+
+impl Resync {
+    /// Called by the relay when it reads the store again after failing to.
+    pub(crate) fn database_back(&self) {
+        tracing::info!("database reachable again; consumers resume from their checkpoints");
+        self.0.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes at the next [`Resync::database_back`].
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
     }
 }
 

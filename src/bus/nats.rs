@@ -10,9 +10,11 @@
 //! consumer and replica, bound at the consumer's checkpoint (`consume.rs`),
 //! that ack each handled batch once, by its last message (`AckPolicy::All`).
 //! PostgreSQL stays the source of truth: while NATS is down commands still
-//! commit, and the relay catches up from its checkpoint when NATS is back.
+//! commit, consumers read the store's feed directly (`fallback.rs`), and the
+//! relay catches up from its checkpoint when NATS is back.
 
 mod consume;
+mod fallback;
 mod identity;
 
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use agon_projections::Cursor;
 use async_nats::jetstream::{self, stream};
 use tokio_util::sync::CancellationToken;
 
-use super::{BusError, Consumer, pause, to_records};
+use super::{BusError, Consumer, Resync, pause, to_records};
 use crate::config::Settings;
 use crate::store::EventLog;
 
@@ -35,6 +37,8 @@ const BATCH: usize = 500;
 const RETRY_DELAY: Duration = Duration::from_millis(500);
 /// The relay's first look again after a local commit it could not read yet.
 const EAGER_POLL: Duration = Duration::from_millis(5);
+/// How long the start waits for a first connection to NATS.
+const FIRST_CONNECT_WAIT: Duration = Duration::from_secs(2);
 /// Longer than any relay outage we expect to resend across.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 /// How long NATS keeps the durable consumer of a replica that went away.
@@ -50,6 +54,8 @@ pub struct NatsBus {
     /// an earlier one); the consumers' database checkpoints and guards make
     /// the repeats no-ops.
     identity: Identity,
+    /// Sends consumers back to their stored checkpoints after a database outage.
+    resync: Resync,
 }
 
 impl std::fmt::Debug for NatsBus {
@@ -66,7 +72,9 @@ fn nats_error(e: impl std::fmt::Display) -> BusError {
 
 impl NatsBus {
     /// Connects to `url`. The connection is retried in the background when the
-    /// server is not up yet, so the service starts (and commits) without it.
+    /// server is not up yet, so the service starts (and commits) without it;
+    /// up to [`FIRST_CONNECT_WAIT`] is given to a server that is up, so that
+    /// consumers start on JetStream rather than on the store's feed.
     pub async fn connect(url: &str, identity: Identity) -> Result<Self, BusError> {
         let client = async_nats::ConnectOptions::new()
             .retry_on_initial_connect()
@@ -74,10 +82,23 @@ impl NatsBus {
             .connect(url)
             .await
             .map_err(nats_error)?;
-        Ok(Self {
+        let bus = Self {
             jetstream: jetstream::new(client),
             identity,
+            resync: Resync::default(),
+        };
+        let waited = tokio::time::timeout(FIRST_CONNECT_WAIT, async {
+            while !bus.connected() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         })
+        .await;
+        if waited.is_err() {
+            tracing::warn!(
+                "NATS unreachable at start: consumers follow the store until it answers"
+            );
+        }
+        Ok(bus)
     }
 
     /// Connects to `url` under this process's names: the deployment id from
@@ -128,11 +149,17 @@ impl NatsBus {
         // commit of ours (the feed holds it back until older transactions
         // in flight finish), growing to the idle poll for other replicas.
         let mut wait = RETRY_DELAY;
+        // Whether the last step failed on the database.
+        let mut failing = false;
         while !stop.is_cancelled() {
             let step = match from {
                 Some(cursor) => self.publish_page(&log, cursor).await,
                 None => self.resume_point(&log).await.map(Some),
             };
+            if step.is_ok() && std::mem::take(&mut failing) {
+                self.resync.database_back();
+            }
+            failing |= matches!(step, Err(BusError::Store(_)));
             match step {
                 Ok(Some(cursor)) => {
                     from = Some(cursor);
@@ -202,12 +229,67 @@ impl NatsBus {
         Ok(Some(last))
     }
 
-    pub(super) async fn run_consumer(&self, consumer: Arc<dyn Consumer>, stop: CancellationToken) {
+    /// Feeds `consumer` from its durable while NATS is there, and from the
+    /// store's feed while it is not (`fallback.rs`), until `stop`. After a
+    /// database outage it binds again at its stored checkpoint ([`Resync`]).
+    pub(super) async fn run_consumer(
+        &self,
+        log: EventLog,
+        consumer: Arc<dyn Consumer>,
+        stop: CancellationToken,
+    ) {
+        let name = consumer.name().to_owned();
+        // How long at least to follow the store before trying NATS again.
+        let mut stay = Duration::ZERO;
         while !stop.is_cancelled() {
-            if let Err(e) = self.consume(consumer.as_ref(), &stop).await {
-                tracing::warn!(consumer = consumer.name(), error = %e, "NATS consumer paused; resuming");
-                if !pause(&stop, RETRY_DELAY).await {
+            if self.connected() {
+                let mut resync = self.resync.subscribe();
+                let interrupt = stop.child_token();
+                let consume = self.consume(consumer.as_ref(), &interrupt);
+                tokio::pin!(consume);
+                // Whether NATS went away (else the database came back);
+                // a batch in hand is finished before the consumer turns.
+                let (consumed, away) = tokio::select! {
+                    consumed = &mut consume => (consumed, true),
+                    away = async {
+                        tokio::select! {
+                            () = self.until_away() => true,
+                            _ = resync.changed() => false,
+                        }
+                    } => {
+                        interrupt.cancel();
+                        (consume.await, away)
+                    }
+                };
+                if stop.is_cancelled() {
                     return;
+                }
+                match consumed {
+                    Ok(()) if !away => continue,
+                    Ok(()) => {
+                        tracing::warn!(consumer = %name, "NATS away; following the store");
+                        stay = Duration::ZERO;
+                    }
+                    Err(e) => {
+                        tracing::warn!(consumer = %name, error = %e, "NATS consumer paused; following the store");
+                        // Connected but failing: not straight back.
+                        stay = RETRY_DELAY;
+                    }
+                }
+            }
+            match self
+                .follow_store(&log, consumer.as_ref(), stay, &stop)
+                .await
+            {
+                Ok(()) if !stop.is_cancelled() => {
+                    tracing::info!(consumer = %name, "NATS is back; consuming from JetStream");
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::warn!(consumer = %name, error = %e, "consumer failed; resuming from its checkpoint");
+                    if !pause(&stop, RETRY_DELAY).await {
+                        return;
+                    }
                 }
             }
         }

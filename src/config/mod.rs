@@ -28,6 +28,10 @@ pub struct Settings {
     pub database_url: Option<Secret>,
     /// `SERVICE_DATABASE_MAX_CONNECTIONS`: PostgreSQL pool size. Default 16.
     pub database_max_connections: u32,
+    /// `SERVICE_DATABASE_ACQUIRE_TIMEOUT_MS`: how long a statement waits for
+    /// a PostgreSQL connection (and a connect for the server) before the
+    /// request answers 503. Default 1000.
+    pub database_acquire_timeout: Duration,
     /// `SERVICE_NATS_URL`: NATS JetStream bus; unset means the in-process bus.
     pub nats_url: Option<String>,
     /// `SERVICE_REPLICA_ID`: this replica's stable name (it holds its debate
@@ -117,6 +121,12 @@ impl Settings {
                 .map_or_else(|| PathBuf::from(".nomic"), PathBuf::from),
             database_url: vars.get("DATABASE_URL").map(Secret::new),
             database_max_connections: vars.positive("SERVICE_DATABASE_MAX_CONNECTIONS", 16)?,
+            database_acquire_timeout: Duration::from_millis(vars.within(
+                "SERVICE_DATABASE_ACQUIRE_TIMEOUT_MS",
+                50,
+                600_000,
+                1_000,
+            )?),
             nats_url: vars.get("SERVICE_NATS_URL"),
             replica_id: vars.get("SERVICE_REPLICA_ID"),
             deployment_id: nats_name(&vars, "SERVICE_DEPLOYMENT_ID")?,

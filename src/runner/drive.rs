@@ -1,7 +1,8 @@
 //! Drives one debate to its end: asks the aggregate what is next, calls the
 //! agents of a stage at once, and records each answer as soon as it lands
 //! (answers that land together go in one command), so a crash loses only
-//! the calls in flight. Work that waits on nothing outside the process
+//! the calls in flight. While the database is away, answers are kept and
+//! their append retried (`run_stage`). Work that waits on nothing outside the process
 //! (stages whose agents all answer locally, the conclusion) rides in the
 //! append of the command before it: a crash before that append loses only
 //! work that is redone at once.
@@ -19,6 +20,11 @@ use thiserror::Error;
 
 use super::Inner;
 use super::turns;
+
+/// The first wait before an append is tried again while the database is
+/// away; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: std::time::Duration = std::time::Duration::from_millis(250);
+const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_secs(2);
 use crate::projection::load_view;
 use crate::store::{CommandError, StoreError};
 
@@ -191,6 +197,14 @@ fn count_endings(events: &[DebateEvent]) {
 }
 
 /// Calls every agent that owes a turn in `stage` at once and records the answers.
+///
+/// Answers are kept in memory until they are recorded: while the database
+/// is away (a store error that reports an outage) the append is tried again
+/// with back-off, and answers landing meanwhile join it, so that no provider
+/// is asked twice for an answer already received. The wait is unbounded
+/// while the service runs; at shutdown the runner's drain cuts it off after
+/// `SERVICE_SHUTDOWN_GRACE_SECONDS`, and answers still unrecorded then are
+/// asked for again at the next start.
 async fn run_stage(
     inner: &Arc<Inner>,
     held: &mut crate::store::Held<Debate>,
@@ -210,38 +224,78 @@ async fn run_stage(
             }
         })
         .collect();
-    while let Some(first) = calls.next().await {
-        let mut landed = vec![first];
-        while let Some(Some(next)) = calls.next().now_or_never() {
-            landed.push(next);
+    let outcome_of = |(turn, result)| turns::outcome(&debate, stage, &turn, result);
+    // Answers received and not yet recorded.
+    let mut pending: Vec<Outcome> = Vec::new();
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        if pending.is_empty() {
+            let Some(first) = calls.next().await else {
+                return Ok(());
+            };
+            pending.push(outcome_of(first));
         }
-        let outcomes: Vec<Outcome> = landed
-            .into_iter()
-            .map(|(turn, result)| turns::outcome(&debate, stage, &turn, result))
-            .collect();
-        let at = inner.clock.now();
-        // The last answers of a stage take along the local work after them
-        // (the consensus after the last votes), loaded now so the ratings
-        // it weighs by are current.
+        while let Some(Some(next)) = calls.next().now_or_never() {
+            pending.push(outcome_of(next));
+        }
         let last = calls.is_empty();
-        let local = if last {
-            LocalWork::including_conclusion(inner, &debate).await?
-        } else {
-            LocalWork::without_conclusion(inner)
-        };
-        let outcome = inner
-            .log
-            .run_then(
-                held,
-                DebateCommand::Record { outcomes, at },
-                |s| if last { local.next(s) } else { None },
-                meta(&id),
-            )
-            .await;
-        if !settle(inner, held, stage, outcome).await? {
-            // Refused and reloaded: the drive loop decides again.
-            return Ok(());
+        let outcome = record(inner, held, &id, &debate, pending.clone(), last).await;
+        match outcome {
+            Err(CommandError::Store(cause)) if crate::store::unavailable_in(&cause) => {
+                if backoff == FIRST_BACKOFF {
+                    tracing::warn!(debate = %id, answers = pending.len(), error = %cause,
+                        "database unavailable; keeping the answers and retrying");
+                }
+                // Calls still out go on landing meanwhile.
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    Some(landed) = calls.next(), if !calls.is_empty() => {
+                        pending.push(outcome_of(landed));
+                    }
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            outcome => {
+                if backoff != FIRST_BACKOFF {
+                    tracing::info!(debate = %id, "database back; answers recorded");
+                }
+                pending.clear();
+                backoff = FIRST_BACKOFF;
+                if !settle(inner, held, stage, outcome).await? {
+                    // Refused and reloaded: the drive loop decides again.
+                    return Ok(());
+                }
+            }
         }
     }
-    Ok(())
+}
+
+/// Records `outcomes` in one append. The last answers of a stage take along
+/// the local work after them (the consensus after the last votes), loaded
+/// now so the ratings it weighs by are current.
+async fn record(
+    inner: &Arc<Inner>,
+    held: &mut crate::store::Held<Debate>,
+    id: &str,
+    debate: &Debate,
+    outcomes: Vec<Outcome>,
+    last: bool,
+) -> Result<Vec<DebateEvent>, CommandError<DebateError>> {
+    let at = inner.clock.now();
+    let local = if last {
+        LocalWork::including_conclusion(inner, debate)
+            .await
+            .map_err(|e| CommandError::Store(e.to_string()))?
+    } else {
+        LocalWork::without_conclusion(inner)
+    };
+    inner
+        .log
+        .run_then(
+            held,
+            DebateCommand::Record { outcomes, at },
+            |s| if last { local.next(s) } else { None },
+            meta(id),
+        )
+        .await
 }

@@ -358,9 +358,19 @@ async fn drive_claimed(inner: Arc<Inner>, id: String) {
         AbortOnDrop(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(leases.renew_every()).await;
-                if !matches!(leases.claim(&id).await, Ok(true)) {
-                    locked(&inner.leased).remove(&id);
-                    return;
+                match leases.claim(&id).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        locked(&inner.leased).remove(&id);
+                        return;
+                    }
+                    // The database is away: nobody can take the debate
+                    // meanwhile, and answers waiting to be recorded must
+                    // not be dropped for a lease in doubt. The next renewal
+                    // that reaches the database tells whether it is still ours.
+                    Err(e) => {
+                        tracing::warn!(debate = %id, error = %e, "cannot renew the debate's lease")
+                    }
                 }
             }
         }))

@@ -32,6 +32,22 @@ impl Backend {
     }
 }
 
+/// How long the command-line tools (verify, seal) wait for a PostgreSQL
+/// connection: they have no client waiting on an answer. The service uses
+/// `SERVICE_DATABASE_ACQUIRE_TIMEOUT_MS` ([`Db::connect_postgres_timed`]).
+pub const TOOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The PostgreSQL pool's options. Opening a connection counts against the
+/// acquire timeout, so it also bounds the connect to a server that does not
+/// answer; a pooled connection is pinged before use, so one the server
+/// dropped (a restart) is replaced rather than failing a statement.
+fn postgres_pool(max_connections: u32, acquire_timeout: Duration) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(acquire_timeout)
+        .test_before_acquire(true)
+}
+
 /// Connection pools of the chosen back end.
 #[derive(Debug, Clone)]
 pub enum Db {
@@ -119,12 +135,23 @@ impl Db {
         })
     }
 
-    /// Connects to PostgreSQL at `url` and applies the migrations.
+    /// Connects to PostgreSQL at `url` and applies the migrations, with the
+    /// tools' acquire timeout ([`TOOL_ACQUIRE_TIMEOUT`]).
     pub async fn connect_postgres(url: &str, max_connections: u32) -> Result<Db, StoreError> {
+        Self::connect_postgres_timed(url, max_connections, TOOL_ACQUIRE_TIMEOUT).await
+    }
+
+    /// Connects to PostgreSQL at `url` and applies the migrations; a
+    /// statement that gets no connection within `acquire_timeout` (the
+    /// server is down, or every connection busy) fails as
+    /// [`StoreError::Unavailable`] instead of waiting on.
+    pub async fn connect_postgres_timed(
+        url: &str,
+        max_connections: u32,
+        acquire_timeout: Duration,
+    ) -> Result<Db, StoreError> {
         let options = PgConnectOptions::from_str(url)?;
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
+        let pool = postgres_pool(max_connections, acquire_timeout)
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
@@ -172,9 +199,7 @@ impl Db {
         max_connections: u32,
     ) -> Result<Option<Db>, StoreError> {
         let options = PgConnectOptions::from_str(url)?;
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
+        let pool = postgres_pool(max_connections, TOOL_ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await?;
         Db::Postgres(pool).holding_log().await

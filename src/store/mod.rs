@@ -43,7 +43,15 @@ pub enum StoreError {
     #[error("events of one append must be one stream with contiguous sequences")]
     NonContiguousAppend,
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(#[source] sqlx::Error),
+    /// The database cannot be reached (refused or lost connections, no
+    /// connection free within the acquire timeout, a server shutting down or
+    /// starting up): an outage to wait out, not a fault of the request.
+    #[error("{UNAVAILABLE_MARK}: {source}")]
+    Unavailable {
+        #[source]
+        source: sqlx::Error,
+    },
     #[error("database migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
     #[error("event could not be serialized: {0}")]
@@ -64,7 +72,56 @@ pub enum StoreError {
     Malformed { position: i64, what: &'static str },
 }
 
+/// Starts the message of [`StoreError::Unavailable`]. Store errors cross
+/// several string boundaries on their way to a response (`CommandError::Store`,
+/// the accounts service's internal errors), so the outage is recognised by
+/// this text as well as by type: see [`unavailable_in`].
+pub const UNAVAILABLE_MARK: &str = "database unavailable";
+
+/// Whether an error message (or a chain of them) reports a database outage.
+pub fn unavailable_in(text: &str) -> bool {
+    text.contains(UNAVAILABLE_MARK)
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        if is_outage(&error) {
+            StoreError::Unavailable { source: error }
+        } else {
+            StoreError::Database(error)
+        }
+    }
+}
+
+/// SQLSTATE classes and codes that mean the server, not the statement, failed:
+/// class 08 (connection exception), 57P01 to 57P03 (shutting down, crashed,
+/// not accepting connections yet).
+fn outage_code(code: &str) -> bool {
+    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+}
+
+fn is_outage(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(e) => e.code().is_some_and(|code| outage_code(&code)),
+        _ => false,
+    }
+}
+
 impl StoreError {
+    /// Whether this is an outage of the database ([`StoreError::Unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Unavailable { .. } => true,
+            StoreError::GroupCommit(text) => unavailable_in(text),
+            _ => false,
+        }
+    }
+
     /// Whether another writer took the key first (a stream's sequence).
     pub(crate) fn is_unique_violation(&self) -> bool {
         matches!(self, StoreError::Database(sqlx::Error::Database(e)) if e.is_unique_violation())

@@ -19,6 +19,7 @@ mod lockout;
 mod mail_links;
 mod nats;
 mod nats_deploy;
+mod outages;
 mod platform;
 mod projection_lag;
 mod providers;

@@ -25,29 +25,37 @@ struct Placed {
 }
 
 impl NatsBus {
-    /// Binds `consumer`'s durable and hands it batches until `stop`.
+    /// Binds `consumer`'s durable and hands it batches until `interrupt`
+    /// (the service stops, or the server went away). A batch being handled
+    /// is finished first: `interrupt` is only heeded while waiting on NATS.
     pub(super) async fn consume(
         &self,
         consumer: &dyn Consumer,
-        stop: &CancellationToken,
+        interrupt: &CancellationToken,
     ) -> Result<(), BusError> {
         // Read before binding: the durable starts after it, so nothing the
         // consumer has not handled can lie before the durable's start.
         let mut checkpoint = consumer.checkpoint().await?;
-        let stream = self.stream().await?;
-        let pull = self.bind(&stream, consumer.name(), checkpoint).await?;
-        // A continuous pull: each message is handed on as soon as it arrives,
-        // together with whatever else has already arrived (up to a batch),
-        // so consumers lag by milliseconds rather than a fetch's expiry.
-        let mut messages = pull
-            .stream()
-            .max_messages_per_batch(BATCH)
-            .messages()
-            .await
-            .map_err(nats_error)?;
+        let subscribe = async {
+            let stream = self.stream().await?;
+            let pull = self.bind(&stream, consumer.name(), checkpoint).await?;
+            // A continuous pull: each message is handed on as soon as it
+            // arrives, together with whatever else has already arrived (up
+            // to a batch), so consumers lag by milliseconds rather than a
+            // fetch's expiry.
+            pull.stream()
+                .max_messages_per_batch(BATCH)
+                .messages()
+                .await
+                .map_err(nats_error)
+        };
+        let mut messages = tokio::select! {
+            () = interrupt.cancelled() => return Ok(()),
+            messages = subscribe => messages?,
+        };
         loop {
             let first = tokio::select! {
-                () = stop.cancelled() => break,
+                () = interrupt.cancelled() => break,
                 first = messages.next() => first,
             };
             let Some(first) = first else { break };
