@@ -6,10 +6,12 @@ use serde_json::Value;
 /// A place in the event feed.
 ///
 /// The feed is ordered by `(txid, position)`: the id of the writing transaction
-/// first, the global position second. On PostgreSQL only transactions older
-/// than every one still in flight are read, so an event can never appear
-/// behind a cursor a consumer has already passed. On SQLite there is a single
-/// writer, position order is commit order, and `txid` is always 0.
+/// first (plus the database's order shift, raised once when the log moved to
+/// another cluster, so that the order survives a restore), the global
+/// position second. On PostgreSQL only transactions older than every one
+/// still in flight are read, so an event can never appear behind a cursor a
+/// consumer has already passed. On SQLite there is a single writer, position
+/// order is commit order, and `txid` is always 0.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]

@@ -4,12 +4,23 @@
 //! committed event exactly once, in an order that keeps each stream's
 //! sequence order. On PostgreSQL an identity column alone cannot give this:
 //! a transaction that took position 7 may commit after one that took 8, and a
-//! reader that passed 8 would never see 7. So the feed orders by the writing
-//! transaction's id and returns only transactions older than the oldest one
-//! still in flight (`pg_snapshot_xmin`); every later commit lands behind the
-//! cursor. A later event of a stream is written only after its predecessor
-//! committed, so it always has the larger transaction id. SQLite has a single
-//! writer, so position order is commit order.
+//! reader that passed 8 would never see 7. So the feed orders by `txid`, the
+//! writing transaction's id plus the database's order shift, and returns
+//! only transactions older than the oldest one still in flight
+//! (`pg_snapshot_xmin`, plus the same shift); every later commit lands
+//! behind the cursor. A later event of a stream is written only after its
+//! predecessor committed, so it always has the larger transaction id. SQLite
+//! has a single writer, so position order is commit order.
+//!
+//! The shift (migration 0005) keeps the order across a move to another
+//! cluster (`pg_dump`/`pg_restore`, a logical replica), whose transaction ids
+//! start low again: it is 0 until a session finds the database in another
+//! cluster with the stored order above its oldest running transaction, and is
+//! then raised once so that new events sort after all stored ones. Each
+//! connection settles it on its first event insert or feed read (the
+//! `agon_event_order_shift()` in the column default and in [`PG_HORIZON`]),
+//! so a restored database needs no step of its own, and stored rows, seals
+//! and checkpoints keep their values.
 
 use agon_projections::Cursor;
 use chrono::{SecondsFormat, Utc};
@@ -56,8 +67,7 @@ impl EventLog {
             Db::Postgres(pool) => {
                 let sql = format!(
                     "SELECT {columns} FROM events \
-                     WHERE (txid, position) > ($1, $2) \
-                       AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
+                     WHERE (txid, position) > ($1, $2) AND txid < {PG_HORIZON} \
                      ORDER BY txid, position LIMIT $3"
                 );
                 sqlx::query_as(&sql)
@@ -85,11 +95,10 @@ impl EventLog {
     pub async fn feed_head(&self) -> Result<Cursor, StoreError> {
         let row: Option<(i64, i64)> = match self.db() {
             Db::Postgres(pool) => {
-                sqlx::query_as(
-                    "SELECT txid, position FROM events \
-                     WHERE txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
-                     ORDER BY txid DESC, position DESC LIMIT 1",
-                )
+                sqlx::query_as(&format!(
+                    "SELECT txid, position FROM events WHERE txid < {PG_HORIZON} \
+                     ORDER BY txid DESC, position DESC LIMIT 1"
+                ))
                 .fetch_optional(pool)
                 .await?
             }
@@ -138,6 +147,13 @@ impl EventLog {
         Ok(())
     }
 }
+
+/// The feed's horizon on PostgreSQL: the order the oldest transaction still
+/// in flight writes at, below which nothing can commit any more. A scalar
+/// subquery, so it is computed once per statement, from the statement's own
+/// snapshot, and bounds the index scan.
+const PG_HORIZON: &str = "(SELECT agon_event_order_shift() \
+     + pg_snapshot_xmin(pg_current_snapshot())::text::bigint)";
 
 /// Upserts one checkpoint row: `$1` consumer, `$2` txid, `$3` position, `$4` time.
 pub(crate) const CHECKPOINT_UPSERT: &str = "INSERT INTO checkpoints (consumer, txid, position, updated_at) VALUES ($1, $2, $3, $4) \

@@ -14,6 +14,8 @@ pub(crate) const EVENT_COLUMNS: &str = "position, txid, event_id, aggregate_type
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredEvent {
     pub position: i64,
+    /// The feed order's first key: on PostgreSQL the writing transaction's
+    /// id plus the database's order shift (see `feed`); 0 on SQLite.
     pub txid: i64,
     pub event_id: String,
     pub aggregate_type: String,
