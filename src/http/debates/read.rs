@@ -287,17 +287,22 @@ pub struct BatchResult {
 /// Fetches up to 100 debates at once; unknown ids are listed, not fatal.
 #[utoipa::path(post, path = "/api/debates/batch", tag = "debates",
     request_body = BatchBody,
-    responses((status = 200, body = BatchResult), (status = 400, description = "More than 100 ids")))]
+    responses((status = 200, body = BatchResult), (status = 422, description = "More than 100 ids, or debate_ids missing or not a list of strings")))]
 pub async fn batch_debates(
     State(app): State<App>,
     caller: Caller,
     ApiJson(body): ApiJson<BatchBody>,
 ) -> Result<Json<BatchResult>, ApiError> {
     if body.debate_ids.len() > MAX_BATCH {
-        return Err(ApiError::BadRequest {
-            message: format!("debate_ids holds at most {MAX_BATCH} ids"),
-            details: json!({"max": MAX_BATCH, "given": body.debate_ids.len()}),
-        });
+        // Out of range, like a wrong type of the same field: a 422 naming it.
+        let reason = format!(
+            "holds at most {MAX_BATCH} ids, not {}",
+            body.debate_ids.len()
+        );
+        return Err(ApiError::validation(
+            format!("debate_ids: {reason}"),
+            json!({"field": "debate_ids", "reason": reason, "max": MAX_BATCH}),
+        ));
     }
     let mut ids = body.debate_ids;
     let mut seen = std::collections::HashSet::new();

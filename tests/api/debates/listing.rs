@@ -101,7 +101,8 @@ async fn messages_list_and_batch_respect_pages_filters_and_owners() {
     let (status, body) = ada
         .post("/api/debates/batch", json!({"debate_ids": many}))
         .await;
-    assert_error(status, &body, 400, "BAD_REQUEST");
+    let message = assert_error(status, &body, 422, "VALIDATION_ERROR");
+    assert!(message.starts_with("debate_ids: "), "{message}");
     let wrong = [
         json!({"debate_ids": [], "extra": 1}),
         json!({}),
