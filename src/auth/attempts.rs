@@ -6,9 +6,9 @@
 //! for the same sequence number and exhaust their retries.
 //!
 //! Known and unknown addresses must take equally long: an unknown one does
-//! the same reads and the same Argon2 work, then answers at a time drawn
-//! from the recent failed sign-ins of known addresses (which also made two
-//! appends), so that both follow one distribution.
+//! the same Argon2 work, and in place of a known one's store work (reads
+//! and two appends) waits for a time drawn from what that work took in
+//! recent failed sign-ins, so that both follow one distribution.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -21,16 +21,15 @@ use tokio::sync::Mutex as AsyncMutex;
 use super::{Auth, AuthError, Caller, Credential};
 use crate::store::{CommandError, Held};
 
-/// How many recent known-address failure times the unknown path draws from.
+/// How many recent known-address store times the unknown path draws from.
 const PAD_SAMPLES: usize = 64;
-/// The answer time of an unknown address before any failure was timed
-/// (about one Argon2 check and two appends).
-const PAD_DEFAULT: Duration = Duration::from_millis(25);
+/// The store time stood in for before any was measured (two appends).
+const PAD_DEFAULT: Duration = Duration::from_millis(3);
 
 /// One account's queue in this process, with its state as last seen.
 pub(super) type Gate = Arc<AsyncMutex<Option<Held<Account>>>>;
 
-/// The per-account gates of this process, and recent failure times.
+/// The per-account gates of this process, and recent store times.
 #[derive(Debug, Default)]
 pub(super) struct Attempts {
     gates: Mutex<HashMap<String, Gate>>,
@@ -56,8 +55,9 @@ impl Attempts {
         }
     }
 
-    /// Remembers how long a known address's failed sign-in took.
-    pub(super) fn record_failure_time(&self, took: Duration) {
+    /// Remembers how long a known address's failed sign-in spent outside
+    /// its Argon2 check.
+    pub(super) fn record_store_time(&self, took: Duration) {
         let mut appends = self.appends.lock().unwrap_or_else(|e| e.into_inner());
         if appends.len() == PAD_SAMPLES {
             appends.pop_front();
@@ -65,7 +65,7 @@ impl Attempts {
         appends.push_back(took);
     }
 
-    /// An answer time drawn from recent known-address failures.
+    /// A store time drawn from recent known-address failures.
     pub(super) fn pad(&self) -> Duration {
         let appends = self.appends.lock().unwrap_or_else(|e| e.into_inner());
         if appends.is_empty() {

@@ -20,8 +20,6 @@ use crate::crypto::totp;
 
 /// Longest accepted email address (RFC 5321's path limit).
 const MAX_EMAIL_CHARS: usize = 254;
-/// The timer's resolution.
-const TIMER_TICK: std::time::Duration = std::time::Duration::from_millis(1);
 /// Longest display name.
 const MAX_NAME_CHARS: usize = 200;
 
@@ -129,22 +127,27 @@ impl Auth {
             None
         };
         let Some(user_id) = user_id else {
-            // The same reads and Argon2 work as a known address; then the
-            // answer waits until a time drawn from recent known-address
-            // failures, which also made two appends.
+            // The same reads and Argon2 work as a known address; then, in
+            // place of its store work (two reads, two appends), a wait
+            // drawn from what that took lately: the answer time is this
+            // Argon2 check plus a known address's store time.
             self.log().load::<Account>(DECOY_ACCOUNT).await?;
+            let hashing = Instant::now();
             self.hasher().verify(password, None).await;
-            // Less one millisecond: the timer wakes at the next tick after
-            // the deadline, up to a millisecond late.
-            let answer_at = started + self.inner.attempts.pad().saturating_sub(TIMER_TICK);
-            tokio::time::sleep_until(answer_at.into()).await;
+            let hashed = hashing.elapsed();
+            let store = self.inner.attempts.pad();
+            tokio::time::sleep_until((started + hashed + store).into()).await;
             return Err(AuthError::InvalidCredentials);
         };
         let gate = self.inner.attempts.gate(&user_id);
-        let result = self.password_step(&gate, &user_id, password, device).await;
+        let mut hashed = std::time::Duration::ZERO;
+        let result = self
+            .password_step(&gate, &user_id, password, device, &mut hashed)
+            .await;
         self.inner.attempts.release(&user_id, gate);
         if matches!(result, Err(AuthError::InvalidCredentials)) {
-            self.inner.attempts.record_failure_time(started.elapsed());
+            let store = started.elapsed().saturating_sub(hashed);
+            self.inner.attempts.record_store_time(store);
         }
         result
     }
@@ -155,13 +158,17 @@ impl Auth {
         user_id: &str,
         password: String,
         device: Device,
+        hashed: &mut std::time::Duration,
     ) -> Result<LoginOutcome, AuthError> {
         let (attempt_id, account) = match self.reserve(gate, user_id, None).await {
             Err(AuthError::NotFound { .. }) => return Err(AuthError::InvalidCredentials),
             other => other?,
         };
         let stored = Some(account.password_hash.clone());
-        if !self.hasher().verify(password, stored).await {
+        let hashing = Instant::now();
+        let matches = self.hasher().verify(password, stored).await;
+        *hashed = hashing.elapsed();
+        if !matches {
             let failure = AccountCommand::RecordLoginFailure {
                 reason: FailureReason::Password,
                 attempt: Some(attempt_id),
