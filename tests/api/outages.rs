@@ -352,21 +352,47 @@ async fn postgres_down_answers_503_and_keeps_provider_answers() {
         assert!(took < PG_DOWN_ANSWER_BOUND, "{method} {url} took {took:?}");
     }
 
+    // Under a burst of concurrent requests too.
+    let burst: Vec<_> = (0..12)
+        .map(|n| {
+            let (detail_url, create_url) = (detail_url.clone(), create_url.clone());
+            tokio::spawn(async move {
+                if n % 3 == 0 {
+                    timed(Method::POST, &create_url, Some(demo("burst"))).await
+                } else {
+                    timed(Method::GET, &detail_url, None).await
+                }
+            })
+        })
+        .collect();
+    for request in burst {
+        let (status, retry_after, body, took) = request.await.unwrap();
+        assert_eq!(status, 503, "{body}");
+        assert!(retry_after.is_some(), "{body}");
+        assert!(took < PG_DOWN_ANSWER_BOUND, "took {took:?}");
+    }
+
     // The openings land while the database is down; their append fails.
     fake.release();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(fake.calls().len(), 2, "nothing further is asked meanwhile");
 
     cluster.pg_ctl("start -w -t 60");
+    // Read models commit without waiting for the disk, so the crashed
+    // server may come back without the debate's document (a 404) until the
+    // consumers, sent back to their stored checkpoints, redo it: moments.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (status, _, body, _) = timed(Method::GET, &detail_url, None).await;
         if status == 200 {
             break;
         }
-        assert_eq!(status, 503, "{body}");
-        assert!(Instant::now() < deadline, "never answered again: {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(status == 503 || status == 404, "{status}: {body}");
+        assert!(
+            Instant::now() < deadline,
+            "never read again: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let (status, _, body, _) = timed(Method::POST, &create_url, Some(demo("after"))).await;
     assert_eq!(status, 201, "{body}");
