@@ -2,8 +2,8 @@
 //! MFA reset, disable and enable, revoke everything.
 
 use agon_projections::accounts::AccountView;
-use axum::extract::{OriginalUri, State};
-use axum::{Extension, Json};
+use axum::Json;
+use axum::extract::State;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -18,7 +18,6 @@ use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, ApiQuery};
 use crate::http::ratelimit::Action;
 use crate::http::routes::{RouteSpec, Routes};
-use crate::http::version::ListLinks;
 
 pub fn routes() -> Routes {
     let admin = || {
@@ -117,9 +116,8 @@ pub struct UserList {
         (status = 422, description = "search longer than 254 characters")))]
 async fn list_users(
     State(app): State<App>,
-    OriginalUri(uri): OriginalUri,
     ApiQuery(query): ApiQuery<UsersQuery>,
-) -> Result<(Extension<ListLinks>, Json<UserList>), ApiError> {
+) -> Result<Json<UserList>, ApiError> {
     let limit = match query.limit {
         None => DEFAULT_LIMIT,
         Some(limit) if (1..=MAX_LIMIT).contains(&limit) => limit,
@@ -134,41 +132,14 @@ async fn list_users(
     let search = query.search.as_deref();
     let (users, total) = app.auth.list_users(search, limit, offset).await?;
     let count = users.len();
-    let page = |offset: u64| {
-        let mut link = format!("{}?limit={limit}&offset={offset}", uri.path());
-        if let Some(search) = search {
-            link.push_str("&search=");
-            link.push_str(&query_escape(search));
-        }
-        link
-    };
-    let links = ListLinks {
-        next: (offset + (count as u64) < total).then(|| page(offset + u64::from(limit))),
-        prev: (offset > 0).then(|| page(offset.saturating_sub(u64::from(limit)))),
-    };
-    Ok((
-        Extension(links),
-        Json(UserList {
-            users: users.into_iter().map(AdminUser::from).collect(),
-            total,
-            count,
-            limit,
-            offset,
-        }),
-    ))
-}
-
-/// Percent-encodes a query value (RFC 3986 unreserved characters pass).
-fn query_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    // v2 adds `links` from total, limit and offset (context.rs).
+    Ok(Json(UserList {
+        users: users.into_iter().map(AdminUser::from).collect(),
+        total,
+        count,
+        limit,
+        offset,
+    }))
 }
 
 /// A user's lock: `locked_until`, remaining seconds, failed login count.
