@@ -90,6 +90,17 @@ impl Inner {
         locked(&self.known).remove(id);
         locked(&self.leased).remove(id);
     }
+
+    /// Spawns a debate's drive, first joining the drives that finished: a
+    /// `JoinSet` keeps every finished task (as large as its future) until
+    /// joined: unjoined they held about 11 KB per debate driven, for good.
+    /// Joined here, the set holds at most the drives running at the last
+    /// spawn plus one.
+    fn spawn_drive(&self, drive: impl Future<Output = ()> + Send + 'static) {
+        let mut drives = locked(&self.drives);
+        while drives.try_join_next().is_some() {}
+        drives.spawn(drive);
+    }
 }
 
 impl Runner {
@@ -175,7 +186,7 @@ impl Runner {
         match admission {
             Some(Admission { slot }) if debate.status == DebateStatus::Running => {
                 let task_inner = inner.clone();
-                locked(&inner.drives).spawn(async move {
+                inner.spawn_drive(async move {
                     let _slot = slot;
                     drive_claimed(task_inner, id).await;
                 });
@@ -302,7 +313,7 @@ async fn dispatch(inner: Arc<Inner>, stop: CancellationToken) {
             continue;
         };
         let task_inner = inner.clone();
-        locked(&inner.drives).spawn(async move {
+        inner.spawn_drive(async move {
             let _slot = slot;
             run_one(task_inner, id).await;
         });
