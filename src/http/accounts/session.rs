@@ -56,7 +56,11 @@ pub struct RegisterBody {
     pub password: String,
     // At least one character that trimming keeps: the server trims Unicode
     // white space (U+0085 and U+00A0 included) before counting.
-    #[schema(min_length = 1, max_length = 200, pattern = "[^\\s\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "[^\\s\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub name: String,
 }
 

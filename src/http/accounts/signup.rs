@@ -136,7 +136,11 @@ pub struct OrganizationBody {
     /// 1 to 100 characters.
     // At least one character that trimming keeps: the server trims Unicode
     // white space (U+0085 and U+00A0 included) before counting.
-    #[schema(min_length = 1, max_length = 100, pattern = "[^\\s\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]")]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "[^\\s\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub org_name: String,
 }
 
