@@ -46,6 +46,11 @@ pub(super) struct Breaker {
 }
 
 impl Breaker {
+    /// Closed with no failure since the last success: decides as a new one.
+    fn resting(&self) -> bool {
+        matches!(self.state, State::Closed) && self.consecutive_failures == 0
+    }
+
     pub(super) fn new(recovery: Duration) -> Self {
         Self {
             state: State::Closed,
@@ -155,18 +160,39 @@ pub struct BreakerStatus {
 }
 
 /// Every agent's breaker, created at its first call. The lock is held only
-/// for a state update, never across a provider call.
+/// for a state update, never across a provider call. At most `capacity`
+/// (`SERVICE_MAX_AGENT_BREAKERS`) are kept: agent names are the caller's
+/// (`openai:<any model>`), so one breaker per name ever seen would grow
+/// without end.
 #[derive(Debug)]
 pub(super) struct Breakers {
     recovery: Duration,
+    capacity: usize,
     map: Mutex<HashMap<String, Breaker>>,
 }
 
 impl Breakers {
-    pub(super) fn new(recovery: Duration) -> Self {
+    pub(super) fn new(recovery: Duration, capacity: usize) -> Self {
         Self {
             recovery,
+            capacity: capacity.max(1),
             map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Frees a place for a new breaker: first every resting one (closed,
+    /// no failure since its last success: a fresh breaker decides alike,
+    /// only its totals are lost), then, if every breaker is tripped, any.
+    fn make_room(&self, map: &mut HashMap<String, Breaker>) {
+        if map.len() < self.capacity {
+            return;
+        }
+        map.retain(|_, b| !b.resting());
+        while map.len() >= self.capacity {
+            let Some(agent) = map.keys().next().cloned() else {
+                break;
+            };
+            map.remove(&agent);
         }
     }
 
@@ -176,6 +202,7 @@ impl Breakers {
         let breaker = match map.get_mut(agent) {
             Some(b) => b,
             None => {
+                self.make_room(&mut map);
                 let b = map
                     .entry(agent.to_owned())
                     .or_insert_with(|| Breaker::new(self.recovery));
@@ -320,7 +347,7 @@ mod tests {
 
     #[test]
     fn the_registry_keeps_one_breaker_per_agent_sorted() {
-        let breakers = Breakers::new(RECOVERY);
+        let breakers = Breakers::new(RECOVERY, 16);
         let now = Instant::now();
         for _ in 0..5 {
             breakers.record("zed", Outcome::Failure, now);
@@ -334,5 +361,31 @@ mod tests {
             .map(|s| (s.agent.as_str(), s.state))
             .collect();
         assert_eq!(names, [("alpha", "closed"), ("zed", "open")]);
+    }
+
+    #[test]
+    fn the_registry_never_holds_more_than_its_capacity() {
+        let breakers = Breakers::new(RECOVERY, 8);
+        let now = Instant::now();
+        // A tripped breaker survives names that come and go.
+        for _ in 0..5 {
+            breakers.record("tripped", Outcome::Failure, now);
+        }
+        for n in 0..1_000 {
+            let agent = format!("openai:model-{n}");
+            assert_eq!(breakers.admit(&agent, now), Ok(()));
+            breakers.record(&agent, Outcome::Success, now);
+            assert!(breakers.statuses(now).len() <= 8);
+        }
+        assert!(breakers.admit("tripped", now).is_err());
+        // All tripped: the newest still gets a breaker, and the bound holds.
+        for n in 0..20 {
+            let agent = format!("down-{n}");
+            for _ in 0..5 {
+                breakers.record(&agent, Outcome::Failure, now);
+            }
+            assert!(breakers.admit(&agent, now).is_err());
+            assert!(breakers.statuses(now).len() <= 8);
+        }
     }
 }

@@ -87,7 +87,7 @@ impl Agents {
             inner: Arc::new(Inner {
                 settings: settings.clone(),
                 http,
-                breakers: Breakers::new(settings.breaker_recovery),
+                breakers: Breakers::new(settings.breaker_recovery, settings.max_breakers),
             }),
         }
     }

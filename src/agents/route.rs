@@ -246,6 +246,7 @@ pub(super) mod tests {
             compatible: keys.then(|| provider(None)),
             agent_timeout: Duration::from_secs(5),
             breaker_recovery: Duration::from_secs(60),
+            max_breakers: 1024,
             max_concurrent_debates: 1,
             debate_lease: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(1),

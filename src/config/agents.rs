@@ -57,6 +57,9 @@ pub struct AgentSettings {
     /// `SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS`: how long an open breaker
     /// waits before letting a trial call through (half-open). Default 60.
     pub breaker_recovery: Duration,
+    /// `SERVICE_MAX_AGENT_BREAKERS`: circuit breakers kept, one per agent
+    /// name called; past it resting ones are forgotten. Default 1024.
+    pub max_breakers: usize,
     /// `SERVICE_MAX_CONCURRENT_DEBATES`: debates running at once on this
     /// replica; the rest wait as `pending`. Default 20.
     pub max_concurrent_debates: usize,
@@ -123,6 +126,7 @@ impl AgentSettings {
                 vars.positive("SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS", 60)?
                     .into(),
             ),
+            max_breakers: vars.positive("SERVICE_MAX_AGENT_BREAKERS", 1024)? as usize,
             max_concurrent_debates: vars.positive("SERVICE_MAX_CONCURRENT_DEBATES", 20)? as usize,
             debate_lease: Duration::from_secs(
                 vars.positive("SERVICE_DEBATE_LEASE_SECONDS", 30)?.into(),
