@@ -44,7 +44,8 @@ async fn me(base: &str, token: &str) -> (u16, Value) {
     .await
 }
 
-async fn attempt(base: &str, email: &str, password: &str) -> (u16, Value) {
+/// One sign-in with `email` and `password`.
+pub async fn attempt(base: &str, email: &str, password: &str) -> (u16, Value) {
     call(
         Method::POST,
         &format!("{base}/api/auth/login"),

@@ -12,7 +12,7 @@ use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::auth::ROOMY;
+use crate::auth::{ROOMY, attempt};
 use crate::serve::{Spawned, spawn_with};
 use crate::support::accounts::{call, login, register, signed_in};
 use crate::support::{Kind, TEST_TOKEN, on_both_backends};
@@ -23,16 +23,6 @@ const THRESHOLD: usize = 5;
 
 async fn spawn(kind: Kind) -> Spawned {
     spawn_with(kind, &ROOMY).await
-}
-
-async fn attempt(base: &str, email: &str, password: &str) -> (u16, Value) {
-    call(
-        Method::POST,
-        &format!("{base}/api/auth/login"),
-        None,
-        Some(json!({"email": email, "password": password})),
-    )
-    .await
 }
 
 fn message(body: &Value) -> &str {
