@@ -388,4 +388,18 @@ mod tests {
             assert!(breakers.statuses(now).len() <= 8);
         }
     }
+
+    #[test]
+    fn agent_labels_stop_at_their_limit() {
+        let labels = crate::agents::Labels(Mutex::new(Default::default()));
+        let mut given = std::collections::HashSet::new();
+        for n in 0..1_000 {
+            given.insert(labels.label(&format!("openai:model-{n}"), 8));
+        }
+        assert_eq!(given.len(), 9, "eight names and `other`");
+        assert!(given.contains("other"));
+        // A name that has its label keeps it.
+        assert_eq!(labels.label("openai:model-3", 8), "openai:model-3");
+        assert_eq!(labels.label(&"x".repeat(100), 8), "other");
+    }
 }

@@ -18,7 +18,9 @@ mod transport;
 #[cfg(test)]
 mod server_tests;
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -83,6 +85,7 @@ impl Agents {
                 tracing::warn!(error = %e, "could not build the tuned HTTP client; using the default");
                 reqwest::Client::new()
             });
+        LABEL_NAMES.store(settings.max_breakers, Ordering::Relaxed);
         Self {
             inner: Arc::new(Inner {
                 settings: settings.clone(),
@@ -305,11 +308,36 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// An agent name fit for a metrics label: bounded, on a char boundary.
+/// An agent name fit for a metrics label: bounded, on a char boundary, and
+/// `other` once `SERVICE_MAX_AGENT_BREAKERS` names have labels of their own
+/// (names are the caller's, and each label set lives as long as the process).
 pub(crate) fn label(agent: &str) -> String {
-    match agent.char_indices().nth(LABEL_CAP) {
-        Some((cut, _)) => agent[..cut].to_owned(),
-        None => agent.to_owned(),
+    LABELS.label(agent, LABEL_NAMES.load(Ordering::Relaxed))
+}
+
+/// Agent names given a label of their own, at most a limit of them.
+struct Labels(Mutex<BTreeSet<String>>);
+
+static LABELS: Labels = Labels(Mutex::new(BTreeSet::new()));
+static LABEL_NAMES: AtomicUsize = AtomicUsize::new(1024);
+/// The label shared by names past the limit.
+const OTHER_LABEL: &str = "other";
+
+impl Labels {
+    fn label(&self, agent: &str, limit: usize) -> String {
+        let name = match agent.char_indices().nth(LABEL_CAP) {
+            Some((cut, _)) => agent[..cut].to_owned(),
+            None => agent.to_owned(),
+        };
+        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if seen.contains(&name) {
+            return name;
+        }
+        if seen.len() >= limit {
+            return OTHER_LABEL.to_owned();
+        }
+        seen.insert(name.clone());
+        name
     }
 }
 

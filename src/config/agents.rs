@@ -58,7 +58,9 @@ pub struct AgentSettings {
     /// waits before letting a trial call through (half-open). Default 60.
     pub breaker_recovery: Duration,
     /// `SERVICE_MAX_AGENT_BREAKERS`: circuit breakers kept, one per agent
-    /// name called; past it resting ones are forgotten. Default 1024.
+    /// name called (past it resting ones are forgotten), and agent names
+    /// with a metrics label of their own (later ones share `other`).
+    /// Default 1024.
     pub max_breakers: usize,
     /// `SERVICE_MAX_CONCURRENT_DEBATES`: debates running at once on this
     /// replica; the rest wait as `pending`. Default 20.
