@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-use crate::support::{free_port, wait_for_port};
+use crate::support::binary::Serve;
 
 /// Connections the attacker opens, from 127.0.0.2.
 const STALLED: usize = 3000;
@@ -35,6 +35,33 @@ async fn answer(stream: &mut TcpStream, wait: Duration) -> Option<String> {
     }
 }
 
+/// How many of `streams` answer within `wait` with a text that `counts`.
+async fn count_answers<'a>(
+    streams: impl Iterator<Item = &'a mut TcpStream>,
+    wait: Duration,
+    counts: impl Fn(&str) -> bool,
+) -> usize {
+    let mut counted = 0;
+    for stream in streams {
+        if let Some(text) = answer(stream, wait).await
+            && counts(&text)
+        {
+            counted += 1;
+        }
+    }
+    counted
+}
+
+/// The status of `GET /api/health`.
+async fn health(client: &reqwest::Client, base: &str) -> reqwest::StatusCode {
+    client
+        .get(format!("{base}/api/health"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
@@ -56,33 +83,18 @@ async fn stalled_connections_do_not_lock_out_other_clients() {
         ])
         .status();
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
-        .args(["serve", "--api-port", &port.to_string()])
-        .args(["--ws-port", &free_port().to_string()])
-        .env_clear()
-        .env("SERVICE_DATA_DIR", dir.path())
+    let served = Serve::on_free_ports()
+        .data_dir(dir.path())
         .env("SERVICE_LOG_LEVEL", "ERROR")
         .env("SERVICE_HTTP_HEADER_TIMEOUT_SECONDS", "3")
         .env("SERVICE_HTTP_IDLE_TIMEOUT_SECONDS", "4")
         .env("SERVICE_MAX_CONNECTIONS", "4000")
         .env("SERVICE_MAX_CONNECTIONS_PER_IP", PER_ADDRESS.to_string())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    wait_for_port(port).await;
-    let pid = child.id().unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+        .start()
+        .await;
+    let (port, pid, base) = (served.port, served.pid(), &served.base);
     let client = reqwest::Client::new();
-    assert_eq!(
-        client
-            .get(format!("{base}/api/health"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(health(&client, base).await, 200);
     let rss_before = rss_kib(pid);
 
     // Half send an unfinished request head, half send nothing at all.
@@ -101,26 +113,19 @@ async fn stalled_connections_do_not_lock_out_other_clients() {
     assert!(stalled.len() > PER_ADDRESS, "opened {}", stalled.len());
 
     // The connections past the per-address cap were refused at once.
-    let mut refused = 0;
-    for stream in stalled.iter_mut().rev().take(STALLED - PER_ADDRESS) {
-        if let Some(text) = answer(stream, Duration::from_millis(500)).await
-            && text.starts_with("HTTP/1.1 503")
-        {
-            refused += 1;
-        }
-    }
+    let refused = count_answers(
+        stalled.iter_mut().rev().take(STALLED - PER_ADDRESS),
+        Duration::from_millis(500),
+        |text| text.starts_with("HTTP/1.1 503"),
+    )
+    .await;
     assert!(
         refused >= (STALLED - PER_ADDRESS) * 9 / 10,
         "only {refused} of the excess connections were refused"
     );
 
     // Everyone else is still served: health, a registration and a sign-in.
-    let health = client
-        .get(format!("{base}/api/health"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(health.status(), 200);
+    assert_eq!(health(&client, base).await, 200);
     let account =
         json!({"email": "still-served@example.com", "password": "correct horse 1", "name": "S"});
     let registered = client
@@ -154,14 +159,12 @@ async fn stalled_connections_do_not_lock_out_other_clients() {
 
     // The held ones are closed once the header and idle timeouts pass.
     tokio::time::sleep(Duration::from_secs(8)).await;
-    let mut closed = 0;
-    for stream in stalled.iter_mut().take(100) {
-        if let Some(text) = answer(stream, Duration::from_secs(2)).await
-            && !text.starts_with("HTTP/1.1 200")
-        {
-            closed += 1;
-        }
-    }
+    let closed = count_answers(
+        stalled.iter_mut().take(100),
+        Duration::from_secs(2),
+        |text| !text.starts_with("HTTP/1.1 200"),
+    )
+    .await;
     assert_eq!(
         closed, 100,
         "stalled connections still open after the timeouts"
@@ -169,10 +172,5 @@ async fn stalled_connections_do_not_lock_out_other_clients() {
     drop(stalled);
 
     // A kept-alive client is served again after its idle connection closed.
-    let health = client
-        .get(format!("{base}/api/health"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(health.status(), 200);
+    assert_eq!(health(&client, base).await, 200);
 }

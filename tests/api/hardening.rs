@@ -6,7 +6,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-use crate::serve::spawn_with;
+use crate::serve::{Spawned, spawn_with};
 use crate::support::Kind;
 use crate::support::accounts::{call, signed_in};
 
@@ -152,17 +152,23 @@ async fn oversized_heads_answer_in_the_error_form() {
     app.stop.cancel();
 }
 
-#[tokio::test]
-async fn fixed_endpoint_limits_have_variables() {
+/// A service that allows `limit` health requests a minute, without a
+/// burst, and a client without a credential.
+async fn health_limited_to(limit: &str) -> (Spawned, reqwest::Client) {
     let app = spawn_with(
         Kind::Sqlite,
         &[
-            ("SERVICE_RATE_LIMIT_HEALTH", "2"),
+            ("SERVICE_RATE_LIMIT_HEALTH", limit),
             ("SERVICE_BURST_MULTIPLIER", "1"),
         ],
     )
     .await;
-    let client = reqwest::Client::new();
+    (app, reqwest::Client::new())
+}
+
+#[tokio::test]
+async fn fixed_endpoint_limits_have_variables() {
+    let (app, client) = health_limited_to("2").await;
     let mut statuses = Vec::new();
     for _ in 0..3 {
         let response = client
@@ -205,15 +211,7 @@ fn a_rate_the_limiter_cannot_work_with_stops_the_start() {
 
 #[tokio::test]
 async fn a_429_has_the_shape_of_its_versions_errors() {
-    let app = spawn_with(
-        Kind::Sqlite,
-        &[
-            ("SERVICE_RATE_LIMIT_HEALTH", "1"),
-            ("SERVICE_BURST_MULTIPLIER", "1"),
-        ],
-    )
-    .await;
-    let client = reqwest::Client::new();
+    let (app, client) = health_limited_to("1").await;
     let get = |path: &'static str| {
         let client = client.clone();
         let url = format!("{}{path}", app.base);
@@ -250,25 +248,18 @@ async fn v2_lists_carry_links() {
             .unwrap();
         assert_eq!(created.status(), 201);
     }
-    let page: Value = admin
-        .get(format!("{}/api/v2/debates?limit=2", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let json_of = |path: &'static str| {
+        let request = admin.get(format!("{}{path}", app.base));
+        async move {
+            let body: Value = request.send().await.unwrap().json().await.unwrap();
+            body
+        }
+    };
+    let page = json_of("/api/v2/debates?limit=2").await;
     assert_eq!(page["links"]["self"], "/api/v2/debates?limit=2", "{page}");
     assert_eq!(page["links"]["next"], "/api/v2/debates?limit=2&offset=2");
     assert!(page["links"]["prev"].is_null());
-    let board: Value = admin
-        .get(format!("{}/api/v2/agents/leaderboard", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let board = json_of("/api/v2/agents/leaderboard").await;
     assert!(board["links"].is_object(), "{board}");
     app.stop.cancel();
 }

@@ -9,8 +9,9 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
+use crate::support::TEST_TOKEN;
 use crate::support::accounts::{call, login};
-use crate::support::{TEST_TOKEN, free_port, wait_for_port};
+use crate::support::binary::Serve;
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -64,25 +65,14 @@ async fn open(url: &str, accept: &str) -> (u16, String, String) {
 #[tokio::test]
 async fn mail_links_follow_the_served_port_and_open_as_pages() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let _child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
-        .args([
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--api-port",
-            &port.to_string(),
-        ])
-        .args(["--ws-port", &free_port().to_string()])
-        .env_clear()
-        .env("SERVICE_DATA_DIR", dir.path())
+    let served = Serve::on_free_ports()
+        .loopback()
+        .data_dir(dir.path())
         .env("SERVICE_API_TOKEN", TEST_TOKEN)
         .env("SERVICE_LOG_LEVEL", "ERROR")
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    wait_for_port(port).await;
-    let base = format!("http://127.0.0.1:{port}");
+        .start()
+        .await;
+    let base = served.base.clone();
     let (status, body) = call(
         Method::POST,
         &format!("{base}/api/v1/auth/signup"),

@@ -11,32 +11,21 @@ use serde_json::{Value, json};
 
 use crate::nats::consumer_names;
 use crate::serve::spawn_with;
-use crate::support::accounts::{call, register};
+use crate::support::accounts::{admin_get, call, register};
+use crate::support::binary::{Serve, Served};
 use crate::support::{
     Kind, LoopbackServer, TEST_TOKEN, free_port, fresh_postgres_database, on_both_backends,
-    wait_for_port, write_concurrently,
+    write_concurrently,
 };
 
 /// Every consumer a service runs: the projections and the debate runner.
 const CONSUMERS: usize = agon::projection::ALL.len() + 1;
 
-async fn get(base: &str, path: &str) -> Value {
-    let (status, body) = call(
-        Method::GET,
-        &format!("{base}{path}"),
-        Some(TEST_TOKEN),
-        None,
-    )
-    .await;
-    assert_eq!(status, 200, "{path}: {body}");
-    body
-}
-
 /// Polls `path` until `done` holds for its body (30 s at most).
 async fn until(base: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let body = get(base, path).await;
+        let body = admin_get(base, path).await;
         if done(&body) || Instant::now() > deadline {
             return body;
         }
@@ -104,7 +93,7 @@ async fn two_deployments_on_one_nats_server_each_see_only_their_own(kind: Kind) 
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     for (spawned, own) in [(&a, ["a1", "a2"].as_slice()), (&b, ["b1"].as_slice())] {
-        let listed = get(&spawned.base, "/api/debates").await;
+        let listed = admin_get(&spawned.base, "/api/debates").await;
         let mut topics: Vec<&str> = listed["debates"]
             .as_array()
             .unwrap()
@@ -113,7 +102,7 @@ async fn two_deployments_on_one_nats_server_each_see_only_their_own(kind: Kind) 
             .collect();
         topics.sort_unstable();
         assert_eq!(topics, own, "{listed}");
-        let stats = get(&spawned.base, "/api/admin/stats").await;
+        let stats = admin_get(&spawned.base, "/api/admin/stats").await;
         assert_eq!(
             stats["total_events"],
             events_in(&spawned.app.log).await,
@@ -146,48 +135,20 @@ async fn two_deployments_on_one_nats_server_each_see_only_their_own(kind: Kind) 
     b.stop.cancel();
 }
 
-/// `agon serve` on `port` with the test's database, NATS and data directory.
-fn start_binary(
-    port: u16,
-    database_url: &str,
-    nats_url: &str,
-    data_dir: &std::path::Path,
-) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
-        .args([
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--api-port",
-            &port.to_string(),
-        ])
-        .args(["--ws-port", &free_port().to_string()])
-        .env_clear()
+/// `agon serve` with the test's database, NATS and data directory.
+async fn start_binary(database_url: &str, nats_url: &str, data_dir: &std::path::Path) -> Served {
+    Serve::on_free_ports()
+        .loopback()
         .env("DATABASE_URL", database_url)
         .env("SERVICE_NATS_URL", nats_url)
-        .env("SERVICE_DATA_DIR", data_dir)
+        .data_dir(data_dir)
         .env("SERVICE_API_TOKEN", TEST_TOKEN)
         .env("SERVICE_LOG_LEVEL", "WARNING")
         .env("SERVICE_IP_RATE_LIMIT", "1000000")
         .env("SERVICE_RATE_LIMIT_DEFAULT", "1000000")
         .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
-}
-
-async fn stop_binary(child: tokio::process::Child) {
-    let pid = child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .start()
         .await
-        .unwrap()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
 }
 
 /// Each durable's creation time and delivery count.
@@ -246,17 +207,15 @@ async fn five_restarts_keep_the_consumers_and_start_them_at_their_checkpoints() 
     let mut names_before: Vec<String> = Vec::new();
     let mut before: BTreeMap<String, (String, u64)> = BTreeMap::new();
     for start in 0..5 {
-        let port = free_port();
-        let child = start_binary(port, &database_url, &nats_url, data_dir.path());
-        wait_for_port(port).await;
-        let base = format!("http://127.0.0.1:{port}");
+        let served = start_binary(&database_url, &nats_url, data_dir.path()).await;
+        let base = served.base.clone();
         let began = Instant::now();
-        get(&base, "/api/admin/stats").await;
+        admin_get(&base, "/api/admin/stats").await;
         let first = began.elapsed();
         let mut later = Duration::ZERO;
         for _ in 0..5 {
             let began = Instant::now();
-            get(&base, "/api/admin/stats").await;
+            admin_get(&base, "/api/admin/stats").await;
             later = later.max(began.elapsed());
         }
 
@@ -302,7 +261,8 @@ async fn five_restarts_keep_the_consumers_and_start_them_at_their_checkpoints() 
         }
         names_before = names;
         before = now;
-        stop_binary(child).await;
+        let output = served.stop(Duration::from_secs(30)).await;
+        assert!(output.status.success(), "{output:?}");
     }
     assert_eq!(
         consumer_names(&nats_url, &stream).await.len(),

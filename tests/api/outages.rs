@@ -4,7 +4,7 @@
 //! answer 503 with `Retry-After` within about a second, and provider answers
 //! received meanwhile are recorded once it is back, not asked for again.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -12,11 +12,10 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::serve::spawn_with;
-use crate::support::accounts::call;
+use crate::support::accounts::{admin_get, call};
+use crate::support::binary::Serve;
 use crate::support::provider::{Behavior, FakeProvider, quiet_limits, wait_finished};
-use crate::support::{
-    Kind, LoopbackServer, TEST_TOKEN, client, free_port, on_both_backends, wait_for_port,
-};
+use crate::support::{Kind, LoopbackServer, TEST_TOKEN, client, free_port, on_both_backends};
 
 on_both_backends! {
     creates_read_back_at_once_while_nats_is_down => creates_read_back_at_once_while_nats_is_down;
@@ -74,18 +73,6 @@ async fn create_many(base: &str, prefix: &str, count: usize) -> Vec<String> {
     ids
 }
 
-async fn get(base: &str, path: &str) -> Value {
-    let (status, body) = call(
-        Method::GET,
-        &format!("{base}{path}"),
-        Some(TEST_TOKEN),
-        None,
-    )
-    .await;
-    assert_eq!(status, 200, "{path}: {body}");
-    body
-}
-
 async fn creates_read_back_at_once_while_nats_is_down(kind: Kind) {
     let mut server = LoopbackServer::nats().await;
     let url = server.url();
@@ -109,7 +96,7 @@ async fn creates_read_back_at_once_while_nats_is_down(kind: Kind) {
         let path = format!("/api/debates/{id}");
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let detail = get(&base, &path).await;
+            let detail = admin_get(&base, &path).await;
             if detail["status"] == "completed" {
                 break;
             }
@@ -117,7 +104,7 @@ async fn creates_read_back_at_once_while_nats_is_down(kind: Kind) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    let listed = get(&base, "/api/debates?limit=100").await;
+    let listed = admin_get(&base, "/api/debates?limit=100").await;
     assert_eq!(listed["total"], ids.len(), "{listed}");
     let mut seen: Vec<&str> = listed["debates"]
         .as_array()
@@ -137,7 +124,7 @@ async fn creates_read_back_at_once_while_nats_is_down(kind: Kind) {
         .len();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let stats = get(&base, "/api/admin/stats").await;
+        let stats = admin_get(&base, "/api/admin/stats").await;
         if stats["total_events"] == events {
             break;
         }
@@ -273,33 +260,6 @@ async fn timed(
     (status, retry_after, body, started.elapsed())
 }
 
-fn start_binary(
-    port: u16,
-    database_url: &str,
-    data_dir: &Path,
-    env: &[(String, String)],
-) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
-        .args([
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--api-port",
-            &port.to_string(),
-        ])
-        .args(["--ws-port", &free_port().to_string()])
-        .env_clear()
-        .env("DATABASE_URL", database_url)
-        .env("SERVICE_DATA_DIR", data_dir)
-        .env("SERVICE_API_TOKEN", TEST_TOKEN)
-        .env("SERVICE_LOG_LEVEL", "WARNING")
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_down_answers_503_and_keeps_provider_answers() {
     let cluster = PgCluster::start();
@@ -317,10 +277,17 @@ async fn postgres_down_answers_503_and_keeps_provider_answers() {
     env.extend(quiet_limits());
     env.push(("SERVICE_RATE_LIMIT_DEFAULT".into(), "100000".into()));
     let data_dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let _service = start_binary(port, &cluster.url(), data_dir.path(), &env);
-    wait_for_port(port).await;
-    let base = format!("http://127.0.0.1:{port}");
+    let service = Serve::on_free_ports()
+        .loopback()
+        .env("DATABASE_URL", cluster.url())
+        .data_dir(data_dir.path())
+        .env("SERVICE_API_TOKEN", TEST_TOKEN)
+        .env("SERVICE_LOG_LEVEL", "WARNING")
+        .envs(env)
+        .stderr(std::process::Stdio::null())
+        .start()
+        .await;
+    let base = service.base.clone();
 
     let (status, _, created, _) = timed(
         Method::POST,

@@ -9,7 +9,8 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Kind, fill_stream, free_port, on_both_backends, wait_for_port};
+use crate::support::binary::Serve;
+use crate::support::{Kind, fill_stream, on_both_backends};
 
 on_both_backends! {
     health_and_stats => health_and_stats;
@@ -158,27 +159,16 @@ async fn health_and_stats(kind: Kind) {
 /// returns what it logged.
 async fn serve_binary_once(log_level: &str, log_format: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
-        .args([
-            "serve",
-            "--api-port",
-            &port.to_string(),
-            "--ws-port",
-            &free_port().to_string(),
-        ])
-        // No --host: the default bind is loopback, and the log says so.
-        .env_clear()
-        .env("SERVICE_DATA_DIR", dir.path())
+    // No --host: the default bind is loopback, and the log says so.
+    let served = Serve::on_free_ports()
+        .data_dir(dir.path())
         .env("SERVICE_API_TOKEN", crate::support::TEST_TOKEN)
         .env("SERVICE_LOG_LEVEL", log_level)
         .env("SERVICE_LOG_FORMAT", log_format)
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    wait_for_port(port).await;
-    let health = format!("http://127.0.0.1:{port}/api/health");
+        .start()
+        .await;
+    let health = format!("{}/api/health", served.base);
     let response = crate::support::client()
         .get(health)
         .header("x-request-id", "trace-me-42")
@@ -192,16 +182,7 @@ async fn serve_binary_once(log_level: &str, log_format: &str) -> String {
         "the embedded store lives in SERVICE_DATA_DIR"
     );
 
-    let pid = child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let output = served.stop(Duration::from_secs(20)).await;
     assert!(output.status.success(), "exit after SIGTERM: {output:?}");
     String::from_utf8_lossy(&output.stderr).into_owned()
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 use agon::crypto::signing::{KEY_FILE, SealKey};
 
 use crate::cli::agon;
+use crate::support::binary::Serve;
 use crate::support::{
-    Kind, TestStore, fill_stream, free_port, fresh, fresh_postgres_database, on_both_backends,
-    settled_feed, wait_for_port,
+    Kind, TestStore, fill_stream, fresh, fresh_postgres_database, on_both_backends, settled_feed,
 };
 use crate::tamper::{exec, sealed_store};
 
@@ -21,6 +21,22 @@ on_both_backends! {
     a_cut_off_tail_fails_against_a_saved_seal => a_cut_off_tail_fails_against_a_saved_seal;
     the_service_seals_at_start_and_at_sigterm => the_service_seals_at_start_and_at_sigterm;
     keys_outside_the_bmp_sort_by_utf16_code_units => keys_outside_the_bmp_sort_by_utf16_code_units;
+}
+
+/// The outside verifier.
+const VERIFY_EXPORT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/event-schemas/verify_export.py"
+);
+
+/// The outside verifier on the store's SQLite file, with `args` after it.
+fn python_verifier(store: &TestStore, args: &[&str]) -> Output {
+    std::process::Command::new("python3")
+        .arg(VERIFY_EXPORT)
+        .arg(store.dir.path().join("agon.db"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -196,15 +212,7 @@ async fn a_cut_off_tail_fails_against_a_saved_seal(kind: Kind) {
     );
 
     if kind == Kind::Sqlite {
-        let python = std::process::Command::new("python3")
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/event-schemas/verify_export.py"
-            ))
-            .arg(store.dir.path().join("agon.db"))
-            .args([&public, "--expect-seal", file])
-            .output()
-            .unwrap();
+        let python = python_verifier(&store, &[&public, "--expect-seal", file]);
         assert_exit(&python, 1);
         assert_eq!(
             text(&python.stdout).trim(),
@@ -230,22 +238,15 @@ async fn the_service_seals_at_start_and_at_sigterm(kind: Kind) {
     fill_stream(&store.log, "tally", "before", 5).await;
     settled_feed(&store.log, 5).await;
 
-    let port = free_port();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"));
-    command
-        .args(["serve", "--api-port", &port.to_string()])
-        .args(["--ws-port", &free_port().to_string(), "--host", "127.0.0.1"])
-        .env_clear()
-        .env("SERVICE_DATA_DIR", store.dir.path())
+    let served = Serve::on_free_ports()
+        .loopback()
+        .data_dir(store.dir.path())
         .env("SERVICE_API_TOKEN", crate::support::TEST_TOKEN)
         .env("SERVICE_SEAL_INTERVAL_SECONDS", "3600")
+        .envs(store.database_url.iter().map(|url| ("DATABASE_URL", url)))
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    if let Some(url) = &store.database_url {
-        command.env("DATABASE_URL", url);
-    }
-    let child = command.spawn().unwrap();
-    wait_for_port(port).await;
+        .start()
+        .await;
 
     // Well inside the hour-long interval, the events of an earlier run are sealed.
     let mut report = serde_json::Value::Null;
@@ -261,16 +262,7 @@ async fn the_service_seals_at_start_and_at_sigterm(kind: Kind) {
 
     fill_stream(&store.log, "tally", "during", 3).await;
     settled_feed(&store.log, 8).await;
-    let pid = child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let output = served.stop(Duration::from_secs(30)).await;
     assert!(output.status.success(), "exit after SIGTERM: {output:?}");
 
     let after: serde_json::Value =
@@ -320,15 +312,7 @@ async fn keys_outside_the_bmp_sort_by_utf16_code_units(kind: Kind) {
     let verified = agon(&store, &["verify", "--public-key", &key.public_hex()]);
     assert_exit(&verified, 0);
     if kind == Kind::Sqlite {
-        let python = std::process::Command::new("python3")
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/event-schemas/verify_export.py"
-            ))
-            .arg(store.dir.path().join("agon.db"))
-            .arg(key.public_hex())
-            .output()
-            .unwrap();
+        let python = python_verifier(&store, &[&key.public_hex()]);
         assert_exit(&python, 0);
         assert_eq!(
             text(&python.stdout).trim(),
@@ -343,10 +327,7 @@ async fn keys_outside_the_bmp_sort_by_utf16_code_units(kind: Kind) {
 #[test]
 fn the_python_verifier_prints_help() {
     let cwd = tempfile::tempdir().unwrap();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/event-schemas/verify_export.py"
-    );
+    let script = VERIFY_EXPORT;
     let help = std::process::Command::new("python3")
         .args([script, "--help"])
         .current_dir(cwd.path())

@@ -11,6 +11,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::{failures, list, message_turns, serve, time, with};
+use crate::support::binary::{Serve, Served};
 use crate::support::provider::{
     Behavior, FakeProvider, create_debate, get, metric, post_debate, quiet_limits, wait_debate,
     wait_finished,
@@ -152,56 +153,36 @@ async fn the_breaker_opens_half_opens_and_closes(kind: Kind) {
 /// `agon serve` as a child process on a free port.
 pub struct Binary {
     pub base: String,
-    pub child: tokio::process::Child,
+    served: Served,
 }
 
 impl Binary {
     /// Starts the binary with only `env` (plus PATH) and the static token.
     pub async fn start(env: &[(String, String)]) -> Self {
-        let port = crate::support::free_port();
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agon"))
-            .args([
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--api-port",
-                &port.to_string(),
-            ])
-            .args(["--ws-port", &crate::support::free_port().to_string()])
-            .env_clear()
+        let served = Serve::on_free_ports()
+            .loopback()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("SERVICE_API_TOKEN", crate::support::TEST_TOKEN)
             .env("SERVICE_LOG_LEVEL", "WARN")
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        crate::support::wait_for_port(port).await;
+            .start()
+            .await;
         Self {
-            base: format!("http://127.0.0.1:{port}"),
-            child,
+            base: served.base.clone(),
+            served,
         }
     }
 
     /// SIGKILL, and reap it.
     pub async fn kill_hard(&mut self) {
-        self.child.kill().await.unwrap();
+        self.served.kill_hard().await;
     }
 
     /// SIGTERM; returns how it exited (at most 60 s later).
     pub async fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().unwrap().to_string();
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        tokio::time::timeout(Duration::from_secs(60), self.child.wait())
-            .await
-            .expect("the binary did not exit within 60 s of SIGTERM")
-            .unwrap()
+        self.served.terminate(Duration::from_secs(60)).await
     }
 }
 

@@ -26,6 +26,19 @@ pub async fn call(
     (status, value)
 }
 
+/// `GET base+path` with the static admin token; asserts 200 and returns the body.
+pub async fn admin_get(base: &str, path: &str) -> Value {
+    let (status, body) = call(
+        Method::GET,
+        &format!("{base}{path}"),
+        Some(super::TEST_TOKEN),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
 /// Registers `email` with `password`; returns the user id.
 pub async fn register(base: &str, email: &str, password: &str) -> String {
     let (status, body) = call(

@@ -2,6 +2,7 @@
 //! consumer, and process helpers for the real binary and nats-server.
 
 pub mod accounts;
+pub mod binary;
 pub mod provider;
 pub mod smtp;
 pub mod tally;
