@@ -122,19 +122,28 @@ impl AgentSettings {
             ),
             compatible,
             agent_timeout: Duration::from_secs(
-                vars.positive("SERVICE_AGENT_TIMEOUT_SECONDS", 90)?.into(),
-            ),
-            breaker_recovery: Duration::from_secs(
-                vars.positive("SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS", 60)?
+                vars.within_u32("SERVICE_AGENT_TIMEOUT_SECONDS", 1, 3_600, 90)?
                     .into(),
             ),
-            max_breakers: vars.positive("SERVICE_MAX_AGENT_BREAKERS", 1024)? as usize,
-            max_concurrent_debates: vars.positive("SERVICE_MAX_CONCURRENT_DEBATES", 20)? as usize,
+            breaker_recovery: Duration::from_secs(
+                vars.within_u32("SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS", 1, 86_400, 60)?
+                    .into(),
+            ),
+            max_breakers: vars.within_u32("SERVICE_MAX_AGENT_BREAKERS", 1, 1_000_000, 1024)?
+                as usize,
+            max_concurrent_debates: vars.within_u32(
+                "SERVICE_MAX_CONCURRENT_DEBATES",
+                1,
+                10_000,
+                20,
+            )? as usize,
             debate_lease: Duration::from_secs(
-                vars.positive("SERVICE_DEBATE_LEASE_SECONDS", 30)?.into(),
+                vars.within_u32("SERVICE_DEBATE_LEASE_SECONDS", 1, 3_600, 30)?
+                    .into(),
             ),
             shutdown_grace: Duration::from_secs(
-                vars.positive("SERVICE_SHUTDOWN_GRACE_SECONDS", 120)?.into(),
+                vars.within_u32("SERVICE_SHUTDOWN_GRACE_SECONDS", 1, 86_400, 120)?
+                    .into(),
             ),
         })
     }

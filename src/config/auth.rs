@@ -76,9 +76,9 @@ impl AuthSettings {
             access_hours = MAX_ACCESS_HOURS;
         }
         let refresh_days = if vars.get("SERVICE_JWT_REFRESH_EXPIRY_DAYS").is_some() {
-            vars.positive("SERVICE_JWT_REFRESH_EXPIRY_DAYS", 7)?
+            vars.within_u32("SERVICE_JWT_REFRESH_EXPIRY_DAYS", 1, 3_650, 7)?
         } else {
-            vars.positive("SERVICE_REFRESH_TOKEN_EXPIRY_DAYS", 7)?
+            vars.within_u32("SERVICE_REFRESH_TOKEN_EXPIRY_DAYS", 1, 3_650, 7)?
         };
         let api_token = vars.get("SERVICE_API_TOKEN").map(Secret::new);
         if let Some(token) = &api_token
@@ -101,9 +101,9 @@ impl AuthSettings {
             jwt_algorithm,
             access_ttl: Duration::from_secs(u64::from(access_hours) * 3_600),
             refresh_ttl: Duration::from_secs(u64::from(refresh_days) * 86_400),
-            max_sessions: vars.positive("SERVICE_MAX_SESSIONS_PER_USER", 10)? as usize,
+            max_sessions: vars.within_u32("SERVICE_MAX_SESSIONS_PER_USER", 1, 10_000, 10)? as usize,
             inactivity_timeout: Duration::from_secs(
-                vars.positive("SERVICE_SESSION_INACTIVITY_TIMEOUT", 86_400)?
+                vars.within_u32("SERVICE_SESSION_INACTIVITY_TIMEOUT", 1, 31_536_000, 86_400)?
                     .into(),
             ),
             api_token,
@@ -115,7 +115,8 @@ impl AuthSettings {
             encryption,
             smtp_url: vars.get("SERVICE_SMTP_URL").map(Secret::new),
             smtp_timeout: Duration::from_secs(
-                vars.positive("SERVICE_SMTP_TIMEOUT_SECONDS", 10)?.into(),
+                vars.within_u32("SERVICE_SMTP_TIMEOUT_SECONDS", 1, 3_600, 10)?
+                    .into(),
             ),
             mail_from: vars
                 .get("SERVICE_MAIL_FROM")

@@ -120,7 +120,12 @@ impl Settings {
                 .get("SERVICE_DATA_DIR")
                 .map_or_else(|| PathBuf::from(".nomic"), PathBuf::from),
             database_url: vars.get("DATABASE_URL").map(Secret::new),
-            database_max_connections: vars.positive("SERVICE_DATABASE_MAX_CONNECTIONS", 16)?,
+            database_max_connections: vars.within_u32(
+                "SERVICE_DATABASE_MAX_CONNECTIONS",
+                1,
+                10_000,
+                16,
+            )?,
             database_acquire_timeout: Duration::from_millis(vars.within(
                 "SERVICE_DATABASE_ACQUIRE_TIMEOUT_MS",
                 50,
@@ -133,7 +138,8 @@ impl Settings {
             require_distributed,
             signing_key: vars.get("SERVICE_SIGNING_KEY").map(Secret::new),
             seal_interval: Duration::from_secs(
-                vars.positive("SERVICE_SEAL_INTERVAL_SECONDS", 60)?.into(),
+                vars.within_u32("SERVICE_SEAL_INTERVAL_SECONDS", 1, 86_400, 60)?
+                    .into(),
             ),
             log_level,
             log_json: vars

@@ -190,6 +190,9 @@ fn a_rate_the_limiter_cannot_work_with_stops_the_start() {
         ("SERVICE_RATE_LIMIT_EXPORT", "60000001"),
         ("SERVICE_MAX_CONNECTIONS", "0"),
         ("SERVICE_HTTP_HEADER_TIMEOUT_SECONDS", "0"),
+        // Past chrono's calendar: a sign-in would have panicked on the expiry.
+        ("SERVICE_JWT_REFRESH_EXPIRY_DAYS", "4000000000"),
+        ("SERVICE_SEAL_INTERVAL_SECONDS", "4000000000"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_agon"))
