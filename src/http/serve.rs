@@ -11,7 +11,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -31,11 +31,17 @@ use tower::ServiceExt;
 use crate::config::ConnectionSettings;
 
 /// What a refused connection reads before it is closed: one write, no
-/// parsing, no task.
-const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
-content-type: application/json\r\nretry-after: 1\r\nconnection: close\r\n\
-x-content-type-options: nosniff\r\ncache-control: no-store\r\ncontent-length: 94\r\n\r\n\
-{\"error\":\"Too many open connections\",\"code\":\"SERVICE_UNAVAILABLE\",\"status\":503,\"retry_after\":1}";
+/// parsing, no task. Rendered once.
+static REFUSAL: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    let body = r#"{"error":"Too many open connections","code":"SERVICE_UNAVAILABLE","status":503,"retry_after":1}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         retry-after: 1\r\nconnection: close\r\nx-content-type-options: nosniff\r\n\
+         cache-control: no-store\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+});
 
 /// How the listener is run.
 #[derive(Debug, Clone)]
@@ -122,7 +128,7 @@ fn is_per_connection(e: &io::Error) -> bool {
 
 fn refuse(stream: &TcpStream) {
     // Best effort: a full send buffer or a gone client is not our problem.
-    let _ = stream.try_write(REFUSAL);
+    let _ = stream.try_write(&REFUSAL);
 }
 
 /// Open connections per client address; an address's entry goes when its
@@ -357,7 +363,7 @@ mod tests {
 
     #[test]
     fn the_refusal_is_a_complete_response() {
-        let text = std::str::from_utf8(REFUSAL).unwrap_or_default();
+        let text = std::str::from_utf8(&REFUSAL).unwrap_or_default();
         let (head, body) = text.split_once("\r\n\r\n").unwrap_or_default();
         assert!(head.contains(&format!("content-length: {}", body.len())));
         let body: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
