@@ -89,7 +89,9 @@ log "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 log "cargo test (SQLite and PostgreSQL back ends, in-process bus and NATS JetStream)"
 TESTS_OK=1
-cargo test --workspace 2>&1 | tee "$WORK/test.log" || TESTS_OK=0
+# Every test binary runs even when an earlier one fails, so one failure
+# does not hide the others.
+cargo test --workspace --no-fail-fast 2>&1 | tee "$WORK/test.log" || TESTS_OK=0
 
 log "schemathesis against the served OpenAPI document"
 API_PORT=$(free_port)
