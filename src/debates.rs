@@ -4,7 +4,7 @@
 use agon_aggregates::CommandMeta;
 use agon_aggregates::debate::{
     ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, Debate, DebateCommand,
-    DebateError, MAX_AGENTS, MAX_ROUNDS, Next, Protocol,
+    DebateError, MAX_AGENTS, MAX_ROUNDS, MIN_AGENTS, Next, Protocol,
 };
 use agon_projections::accounts::AccountView;
 use agon_projections::{Accounts, Debates};
@@ -39,9 +39,6 @@ pub struct NewDebate {
     pub consensus: Option<ConsensusMode>,
     pub judge: Option<String>,
 }
-
-/// Fewest agents a debate seats: one agent has no one to debate.
-pub const MIN_AGENTS: usize = 2;
 
 #[derive(Debug, Error)]
 pub enum CreateError {
@@ -89,15 +86,16 @@ pub fn auto_agents(agents: &Agents) -> Vec<String> {
 
 /// Checks a request and turns it into the create command's parts.
 pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, CreateError> {
-    new.topic = new.topic.trim().to_owned();
-    if new.topic.is_empty() {
-        return Err(invalid("topic", "must not be empty"));
-    }
+    // The limit counts what was sent, spaces included.
     if new.topic.chars().count() > MAX_TOPIC_CHARS {
         return Err(invalid(
             "topic",
             format!("must be at most {MAX_TOPIC_CHARS} characters"),
         ));
+    }
+    new.topic = new.topic.trim().to_owned();
+    if new.topic.is_empty() {
+        return Err(invalid("topic", "must not be empty"));
     }
     if new
         .context
@@ -128,9 +126,25 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
             ),
         ));
     }
+    // A judge from outside the panel takes a seat of its own (one more than
+    // the named agents), so that its vote is there to decide.
+    let named = new.agents.len();
+    if let Some(judge) = new.judge.as_mut() {
+        *judge = judge.trim().to_owned();
+        match new
+            .agents
+            .iter()
+            .find(|a| canonical_agent(a) == canonical_agent(judge))
+        {
+            // The judge takes the seat's spelling, so the runner finds its vote.
+            Some(seat) => *judge = seat.clone(),
+            None => new.agents.push(judge.clone()),
+        }
+    }
     for (i, name) in new.agents.iter().enumerate() {
+        let field = if i < named { "agents" } else { "judge" };
         if name.is_empty() {
-            return Err(invalid("agents", "agent names must not be empty"));
+            return Err(invalid(field, "agent names must not be empty"));
         }
         let canonical = canonical_agent(name);
         if let Some(earlier) = new.agents[..i]
@@ -144,10 +158,10 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
         }
         agents.resolve(name).map_err(|e| match e {
             ResolveError::MissingKey { .. } => CreateError::Unserved {
-                field: "agents".to_owned(),
+                field: field.to_owned(),
                 reason: e.to_string(),
             },
-            unknown @ ResolveError::Unknown { .. } => invalid("agents", unknown.to_string()),
+            unknown @ ResolveError::Unknown { .. } => invalid(field, unknown.to_string()),
         })?;
     }
     let rounds = new.rounds.unwrap_or(DEFAULT_ROUNDS);
@@ -160,10 +174,7 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
     let phases = match &new.phases {
         None => DEFAULT_PHASES.map(str::to_owned).to_vec(),
         Some(phases) => {
-            let phases: Vec<String> = phases
-                .iter()
-                .map(|p| p.trim().to_ascii_lowercase())
-                .collect();
+            let phases = phases.clone();
             if phases.is_empty() || phases.len() > MAX_PHASES {
                 return Err(invalid(
                     "protocol.phases",
@@ -173,13 +184,16 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
             let well_formed = |p: &String| {
                 !p.is_empty()
                     && p.len() <= 40
-                    && p.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                    && p.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-'
+                    })
             };
             if let Some(bad) = phases.iter().find(|p| !well_formed(p)) {
                 return Err(invalid(
                     "protocol.phases",
-                    format!("{bad:?} is not a phase name (letters, digits, - and _, up to 40)"),
+                    format!(
+                        "{bad:?} is not a phase name (lower-case letters, digits, - and _, up to 40)"
+                    ),
                 ));
             }
             for (i, phase) in phases.iter().enumerate() {
@@ -199,15 +213,6 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
             "protocol.consensus_threshold",
             "must be between 0 and 1",
         ));
-    }
-    if let Some(judge) = &new.judge {
-        // The judge takes the seat's spelling, so the runner finds its vote.
-        let seat = new
-            .agents
-            .iter()
-            .find(|a| canonical_agent(a) == canonical_agent(judge))
-            .ok_or_else(|| invalid("judge", format!("{judge} is not one of the agents")))?;
-        new.judge = Some(seat.clone());
     }
     Ok(Protocol {
         phases,

@@ -11,6 +11,7 @@ mod breaker;
 mod error;
 mod fallback;
 mod gemini;
+mod names;
 mod openai;
 mod route;
 mod transport;
@@ -31,6 +32,7 @@ pub use route::{Provider, Route};
 pub use turn::{Position, Reply, Task, Turn, Usage};
 
 use breaker::{Breakers, Outcome};
+use names::NamePattern;
 use prompt::Prompt;
 use transport::Parsed;
 
@@ -65,6 +67,7 @@ struct Inner {
     settings: AgentSettings,
     http: reqwest::Client,
     breakers: Breakers,
+    names: NamePattern,
 }
 
 /// A provider's answer and who actually gave it.
@@ -91,6 +94,7 @@ impl Agents {
                 settings: settings.clone(),
                 http,
                 breakers: Breakers::new(settings.breaker_recovery, settings.max_breakers),
+                names: NamePattern::new(|provider| provider.configured(settings)),
             }),
         }
     }
@@ -166,6 +170,17 @@ impl Agents {
     /// Every breaker seen so far (one per agent name that made a call), sorted by agent.
     pub fn breakers(&self) -> Vec<BreakerStatus> {
         self.inner.breakers.statuses(Instant::now())
+    }
+
+    /// A regular expression for the agent names this deployment seats, in
+    /// the spelling the HTTP API takes (see [`NamePattern`]).
+    pub fn name_pattern(&self) -> &str {
+        self.inner.names.as_str()
+    }
+
+    /// Whether `name`, as written, matches [`Agents::name_pattern`].
+    pub fn spelled_as_documented(&self, name: &str) -> bool {
+        self.inner.names.is_match(name)
     }
 
     /// Every provider, with whether it is configured and its default model.

@@ -153,6 +153,48 @@ impl Route {
     }
 }
 
+/// Bare aliases: the provider's default model.
+pub(super) const ALIASES: [(&[&str], Provider); 7] = [
+    (&["claude", "anthropic"], Provider::Anthropic),
+    (&["gpt", "openai", "chatgpt"], Provider::Openai),
+    (&["mistral"], Provider::Mistral),
+    (&["gemini"], Provider::Gemini),
+    (&["grok", "xai"], Provider::Xai),
+    (&["openrouter"], Provider::Openrouter),
+    (&["local", "ollama", "compatible"], Provider::Compatible),
+];
+
+/// Model-name prefixes (names without `:`): the name is the model.
+pub(super) const FAMILIES: [(&[&str], Provider); 5] = [
+    (&["claude-"], Provider::Anthropic),
+    (&["gpt-", "o1", "o3", "o4"], Provider::Openai),
+    (&["mistral-", "codestral", "magistral"], Provider::Mistral),
+    (&["gemini-"], Provider::Gemini),
+    (&["grok-"], Provider::Xai),
+];
+
+/// The `<provider>` of the explicit `<provider>:<model>` form.
+pub(super) const EXPLICIT: [(&[&str], Provider); 7] = [
+    (&["anthropic"], Provider::Anthropic),
+    (&["openai"], Provider::Openai),
+    (&["openrouter"], Provider::Openrouter),
+    (&["mistral"], Provider::Mistral),
+    (&["gemini"], Provider::Gemini),
+    (&["xai"], Provider::Xai),
+    (
+        &["compatible", "ollama", "vllm", "llamacpp", "local"],
+        Provider::Compatible,
+    ),
+];
+
+/// The provider of the first `table` row with a word `matches` accepts.
+fn lookup(table: &[(&[&str], Provider)], matches: impl Fn(&str) -> bool) -> Option<Provider> {
+    table
+        .iter()
+        .find(|(words, _)| words.iter().any(|w| matches(w)))
+        .map(|(_, provider)| *provider)
+}
+
 /// The name's route, whether or not its provider is configured.
 pub fn parse(name: &str) -> Result<Route, ResolveError> {
     let unknown = || ResolveError::Unknown {
@@ -162,49 +204,19 @@ pub fn parse(name: &str) -> Result<Route, ResolveError> {
         return Ok(Route::new(Provider::Demo, "demo"));
     }
     if let Some((prefix, model)) = name.split_once(':') {
-        let provider = explicit_provider(&prefix.to_ascii_lowercase()).ok_or_else(unknown)?;
+        let provider = lookup(&EXPLICIT, |w| w.eq_ignore_ascii_case(prefix)).ok_or_else(unknown)?;
         if model.trim().is_empty() {
             return Err(unknown());
         }
         return Ok(Route::new(provider, model));
     }
     let lower = name.to_ascii_lowercase();
-    let bare = |provider: Provider| Ok(Route::new(provider, provider.default_model()));
-    match lower.as_str() {
-        "claude" | "anthropic" => return bare(Provider::Anthropic),
-        "gpt" | "openai" | "chatgpt" => return bare(Provider::Openai),
-        "mistral" => return bare(Provider::Mistral),
-        "gemini" => return bare(Provider::Gemini),
-        "grok" | "xai" => return bare(Provider::Xai),
-        "openrouter" => return bare(Provider::Openrouter),
-        "local" | "ollama" | "compatible" => return bare(Provider::Compatible),
-        _ => {}
+    if let Some(provider) = lookup(&ALIASES, |w| w == lower) {
+        return Ok(Route::new(provider, provider.default_model()));
     }
-    let families: [(&[&str], Provider); 5] = [
-        (&["claude-"], Provider::Anthropic),
-        (&["gpt-", "o1", "o3", "o4"], Provider::Openai),
-        (&["mistral-", "codestral", "magistral"], Provider::Mistral),
-        (&["gemini-"], Provider::Gemini),
-        (&["grok-"], Provider::Xai),
-    ];
-    families
-        .iter()
-        .find(|(prefixes, _)| prefixes.iter().any(|p| lower.starts_with(p)))
-        .map(|(_, provider)| Route::new(*provider, name))
+    lookup(&FAMILIES, |w| lower.starts_with(w))
+        .map(|provider| Route::new(provider, name))
         .ok_or_else(unknown)
-}
-
-fn explicit_provider(prefix: &str) -> Option<Provider> {
-    Some(match prefix {
-        "anthropic" => Provider::Anthropic,
-        "openai" => Provider::Openai,
-        "openrouter" => Provider::Openrouter,
-        "mistral" => Provider::Mistral,
-        "gemini" => Provider::Gemini,
-        "xai" => Provider::Xai,
-        "compatible" | "ollama" | "vllm" | "llamacpp" | "local" => Provider::Compatible,
-        _ => return None,
-    })
 }
 
 /// The name's route, if its provider can be called with these settings.

@@ -24,6 +24,7 @@ pub mod routes;
 pub mod serve;
 pub mod system;
 pub mod version;
+pub mod whole;
 
 use std::sync::Arc;
 
@@ -68,7 +69,9 @@ pub fn router(app: App) -> Router {
 pub fn with_platform(app: App, routes: Routes) -> Router {
     let (router, table, paths, schemas) = routes.into_parts();
     let table = Arc::new(table);
-    let docs = Arc::new(ApiDocs::new(&docs::document(paths, schemas, &table)));
+    let mut document = docs::document(paths, schemas, &table);
+    debates::fit_create_schema(&mut document, app.agents.name_pattern());
+    let docs = Arc::new(ApiDocs::new(&document));
     let platform = Platform {
         app: app.clone(),
         routes: table.clone(),

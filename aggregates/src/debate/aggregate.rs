@@ -13,7 +13,7 @@ use super::error::DebateError;
 use super::events::{DebateEvent, Protocol};
 use super::plan::{Next, Stage};
 use super::state::{Debate, DebateStatus};
-use super::{MAX_AGENTS, MAX_ROUNDS};
+use super::{MAX_AGENTS, MAX_ROUNDS, MIN_AGENTS};
 use crate::Decide;
 
 impl Aggregate for Debate {
@@ -325,8 +325,13 @@ fn validate(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), D
     if topic.trim().is_empty() {
         return invalid("topic is empty");
     }
-    if agents.is_empty() || agents.len() > MAX_AGENTS {
-        return invalid("a debate needs between 1 and 12 agents");
+    // A judge from outside the named agents sits last, as one more.
+    let most = MAX_AGENTS
+        + usize::from(protocol.judge.is_some() && agents.last() == protocol.judge.as_ref());
+    if !(MIN_AGENTS..=most).contains(&agents.len()) {
+        return Err(DebateError::Invalid(format!(
+            "a debate needs between {MIN_AGENTS} and {MAX_AGENTS} agents, and its judge"
+        )));
     }
     if agents.iter().any(|a| a.trim().is_empty()) {
         return invalid("agent names must not be empty");

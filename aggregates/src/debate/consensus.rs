@@ -52,6 +52,27 @@ pub enum ConsensusMode {
 }
 
 impl ConsensusMode {
+    /// Every mode, in the order documents list them.
+    pub const ALL: [ConsensusMode; 5] = [
+        Self::Majority,
+        Self::Supermajority,
+        Self::Unanimous,
+        Self::Judge,
+        Self::Weighted,
+    ];
+
+    /// The mode's name as stored and documented.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Majority => "majority",
+            Self::Supermajority => "supermajority",
+            Self::Unanimous => "unanimous",
+            Self::Judge => "judge",
+            Self::Weighted => "weighted",
+        }
+    }
+
+    /// The mode named by `text`, in any case (and `unanimity`).
     pub fn parse(text: &str) -> Option<Self> {
         match text.to_ascii_lowercase().as_str() {
             "majority" => Some(Self::Majority),

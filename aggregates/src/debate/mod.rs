@@ -33,5 +33,7 @@ pub const DEFAULT_ROUNDS: u32 = 3;
 pub const MAX_ROUNDS: u32 = 12;
 /// Most agents one debate may seat.
 pub const MAX_AGENTS: usize = 12;
+/// Fewest agents a debate seats: one agent has no one to debate.
+pub const MIN_AGENTS: usize = 2;
 /// The agreeing share that reaches consensus when the protocol names none.
 pub const DEFAULT_THRESHOLD: f64 = 0.6;

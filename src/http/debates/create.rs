@@ -10,11 +10,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
+use crate::agents::{Agents, ResolveError};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::debates::{self, CreateError, NewDebate};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
+use crate::http::whole;
 
 /// `protocol` of the current create form.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -27,15 +29,18 @@ pub struct ProtocolBody {
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub consensus_threshold: Option<f64>,
     #[schema(minimum = 1, maximum = 12)]
+    #[serde(default, deserialize_with = "whole::optional")]
     pub rounds: Option<i64>,
     /// majority (default), supermajority, unanimous, judge or weighted.
     pub consensus: Option<String>,
-    /// The deciding agent in judge mode (default: the first agent).
+    /// The deciding agent in judge mode (default: the first agent); one not
+    /// among the agents sits as one more (past the 12 named, too).
     pub judge: Option<String>,
 }
 
-/// A new debate. `topic` (or v2 `task`) and `agents` are needed; `rounds`
-/// (or v1 `max_rounds`) defaults to 3, at most 12.
+/// A new debate. `topic` (or v2 `task`) is needed; `rounds` (or v1
+/// `max_rounds`, or `protocol.rounds`) defaults to 3, at most 12. Two
+/// spellings of one setting are given once (equal values are also taken).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDebateBody {
@@ -45,20 +50,27 @@ pub struct CreateDebateBody {
     #[schema(min_length = 1, max_length = 2000)]
     pub task: Option<String>,
     pub context: Option<String>,
-    /// Agent names: `demo-<name>`, a provider alias (`claude`, `gpt-4o`) or `provider:model`.
+    /// Agent names: `demo-<name>`, a provider alias (`claude`, `gpt-4o`) or
+    /// `provider:model`, at least 2, or none to let the service pick. The
+    /// pattern lists the names this deployment seats, in lower case; the
+    /// service also takes other cases (names are compared ignoring case)
+    /// and trims surrounding spaces.
     #[schema(max_items = 12)]
     pub agents: Option<Vec<String>>,
     // Signed, so that `-1` is refused as out of range exactly like `0`.
     #[schema(minimum = 1, maximum = 12)]
+    #[serde(default, deserialize_with = "whole::optional")]
     pub rounds: Option<i64>,
     /// v1 name of `rounds`.
     #[schema(minimum = 1, maximum = 12)]
+    #[serde(default, deserialize_with = "whole::optional")]
     pub max_rounds: Option<i64>,
     pub protocol: Option<ProtocolBody>,
     /// v2: majority (default), supermajority, unanimous, judge or weighted.
     pub consensus: Option<String>,
     /// v2: pick agents when none are named (default true).
     pub auto_select: Option<bool>,
+    /// As `protocol.judge`.
     pub judge: Option<String>,
 }
 
@@ -86,30 +98,55 @@ pub(super) fn field_error(field: &str, reason: impl Into<String>) -> ApiError {
     )
 }
 
-/// Two spellings of one field: equal or one of them. `second` is the field
-/// named when they disagree.
-fn agree<T: PartialEq + std::fmt::Display>(
-    a: Option<T>,
-    b: Option<T>,
-    first: &str,
-    second: &str,
-) -> Result<Option<T>, ApiError> {
+/// Two spellings of one field: a body gives at most one (`null` is not
+/// given). `second` is the field named when both are there.
+fn one_of<T>(a: Option<T>, b: Option<T>, first: &str, second: &str) -> Result<Option<T>, ApiError> {
     match (a, b) {
-        (Some(a), Some(b)) if a != b => Err(field_error(
+        (Some(_), Some(_)) => Err(field_error(
             second,
-            format!("is the same field as {first} and disagrees with it ({b} and {a})"),
+            format!("is another spelling of {first}: give one of them"),
         )),
         (a, b) => Ok(a.or(b)),
     }
 }
 
+/// An agent name in the spelling the schema documents for this deployment;
+/// otherwise the reason, as the resolver gives it when it has one.
+fn documented_name(agents: &Agents, field: &str, name: &str) -> Result<(), ApiError> {
+    if agents.spelled_as_documented(name) {
+        return Ok(());
+    }
+    Err(match agents.resolve(name.trim()) {
+        Err(e @ ResolveError::MissingKey { .. }) => ApiError::BadRequest {
+            message: format!("{field}: {e}"),
+            details: json!({"field": field, "reason": e.to_string()}),
+        },
+        Err(e @ ResolveError::Unknown { .. }) => field_error(field, e.to_string()),
+        Ok(_) => field_error(
+            field,
+            format!(
+                "write agent {name:?} in lower case without surrounding spaces ({:?}); \
+                 only the model of provider:model keeps its case",
+                name.trim().to_lowercase()
+            ),
+        ),
+    })
+}
+
 impl CreateDebateBody {
-    fn into_new(self) -> Result<NewDebate, ApiError> {
+    fn into_new(self, agents: &Agents) -> Result<NewDebate, ApiError> {
         let protocol = self.protocol.unwrap_or_default();
-        let topic = agree(self.topic, self.task, "topic", "task")?
+        for name in self.agents.iter().flatten() {
+            documented_name(agents, "agents", name)?;
+        }
+        let judge = one_of(self.judge, protocol.judge, "judge", "protocol.judge")?;
+        if let Some(judge) = &judge {
+            documented_name(agents, "judge", judge)?;
+        }
+        let topic = one_of(self.topic, self.task, "topic", "task")?
             .ok_or_else(|| field_error("topic", "is required (or task)"))?;
-        let rounds = agree(self.rounds, self.max_rounds, "rounds", "max_rounds")?;
-        let rounds = agree(rounds, protocol.rounds, "rounds", "protocol.rounds")?
+        let rounds = one_of(self.rounds, self.max_rounds, "rounds", "max_rounds")?;
+        let rounds = one_of(rounds, protocol.rounds, "rounds", "protocol.rounds")?
             .map(|r| {
                 u32::try_from(r)
                     .ok()
@@ -119,14 +156,17 @@ impl CreateDebateBody {
                     })
             })
             .transpose()?;
-        let consensus = agree(
+        let consensus = one_of(
             self.consensus,
             protocol.consensus,
             "consensus",
             "protocol.consensus",
         )?
         .map(|text| {
-            ConsensusMode::parse(&text).ok_or_else(|| {
+            // As documented: the lower-case names only.
+            ConsensusMode::parse(&text)
+                .filter(|mode| mode.as_str() == text)
+                .ok_or_else(|| {
                 field_error(
                     "consensus",
                     format!(
@@ -145,7 +185,7 @@ impl CreateDebateBody {
             phases: protocol.phases,
             threshold: protocol.consensus_threshold,
             consensus,
-            judge: agree(self.judge, protocol.judge, "judge", "protocol.judge")?,
+            judge,
         })
     }
 }
@@ -162,7 +202,7 @@ pub async fn create_debate(
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateDebateBody>,
 ) -> Result<(StatusCode, Json<CreatedDebate>), ApiError> {
-    let new = body.into_new()?;
+    let new = body.into_new(&app.agents)?;
     let request_id = headers
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())

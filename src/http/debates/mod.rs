@@ -5,6 +5,7 @@
 mod create;
 mod export;
 mod read;
+mod schema;
 pub mod views;
 
 use utoipa_axum::routes;
@@ -13,6 +14,7 @@ use super::ratelimit::{Action, Endpoint, PathLimit};
 use super::routes::{RouteSpec, Routes};
 
 pub use read::page_limit;
+pub use schema::fit as fit_create_schema;
 
 pub fn routes() -> Routes {
     Routes::new()

@@ -58,7 +58,17 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
         (
             with(json!({"agents": ["demo-a", "DEMO-A"]})),
             invalid,
-            "DEMO-A",
+            "lower case",
+        ),
+        (
+            with(json!({"agents": ["demo-a", " demo-b"]})),
+            invalid,
+            "surrounding spaces",
+        ),
+        (
+            with(json!({"agents": ["demo-a", "demo-b*"]})),
+            invalid,
+            "lower case",
         ),
         (with(json!({"agents": ["demo-a", ""]})), invalid, "agent"),
         (with(json!({"rounds": 0})), invalid, "rounds"),
@@ -69,7 +79,19 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
             invalid,
             "max_rounds",
         ),
+        (
+            with(json!({"rounds": 2, "max_rounds": 2})),
+            invalid,
+            "give one",
+        ),
+        (
+            with(json!({"rounds": 2, "protocol": {"rounds": 2}})),
+            invalid,
+            "protocol.rounds",
+        ),
+        (with(json!({"rounds": 2.5})), invalid, "rounds"),
         (with(json!({"topic": "a", "task": "b"})), invalid, "task"),
+        (with(json!({"topic": "a", "task": "a"})), invalid, "task"),
         (threshold(1.5), invalid, "consensus_threshold"),
         (threshold(-0.1), invalid, "consensus_threshold"),
         (
@@ -78,12 +100,18 @@ async fn bad_create_requests_are_refused_and_store_nothing() {
             "bad phase!",
         ),
         (phases(json!([])), invalid, "phases"),
+        (phases(json!(["Vote"])), invalid, "Vote"),
         (
             with(json!({"consensus": "plurality"})),
             invalid,
             "plurality",
         ),
-        (with(json!({"judge": "demo-z"})), invalid, "demo-z"),
+        (with(json!({"consensus": "Majority"})), invalid, "Majority"),
+        (
+            with(json!({"judge": "nobody"})),
+            invalid,
+            "unknown agent 'nobody'",
+        ),
         (with(json!({"colour": "red"})), invalid, "colour"),
         (
             with(json!({"protocol": {"speed": 3}})),

@@ -1,6 +1,6 @@
 //! Requests users get wrong: refused creates give their `debate_create`
 //! cell back, field faults answer alike (422 naming the field) in every
-//! error form, agent names ignore case for seats and ratings.
+//! error form, agent names ignore case for ratings.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -141,27 +141,45 @@ async fn field_faults_answer_alike_and_keep_the_field_in_v1_and_v2() {
     app.stop.cancel();
 }
 
+/// The API takes names in the documented lower-case spelling, but the local
+/// `agon debate` takes any case: debates written either way share ratings.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn names_differing_in_case_are_one_agent_on_the_leaderboard() {
-    let (app, api) = Api::spawn(&[]).await;
-    let first = json!({"topic": "Tea or coffee?", "agents": ["Demo-A", "demo-b"], "rounds": 1});
-    let created = api.create("/api/debates", first).await;
-    assert_eq!(
-        created["agents"],
-        json!(["Demo-A", "demo-b"]),
-        "names keep their spelling"
-    );
-    api.finished(created["id"].as_str().unwrap()).await;
-    let second = json!({"topic": "Cats or dogs?", "agents": ["demo-a", "DEMO-B"], "rounds": 1});
-    let created = api.create("/api/debates", second).await;
-    api.finished(created["id"].as_str().unwrap()).await;
+    let dir = tempfile::tempdir().unwrap();
+    for (topic, agents) in [
+        ("Tea or coffee?", "Demo-A,demo-b"),
+        ("Cats or dogs?", "demo-a,DEMO-B"),
+    ] {
+        let ran = std::process::Command::new(env!("CARGO_BIN_EXE_agon"))
+            .args([
+                "debate", topic, "--agents", agents, "--rounds", "1", "--json",
+            ])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("SERVICE_DATA_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(ran.status.success(), "{ran:?}");
+        let written = String::from_utf8_lossy(&ran.stdout);
+        assert!(
+            written.contains(agents.split(',').next().unwrap()),
+            "names keep their spelling: {written}"
+        );
+    }
+    let served = crate::support::binary::Serve::on_free_ports()
+        .data_dir(dir.path())
+        .env("SERVICE_API_TOKEN", crate::support::TEST_TOKEN)
+        .start()
+        .await;
+    let api = Api::with(&served.base, crate::support::TEST_TOKEN);
     let both = |board: &Value| {
-        let agents = board["agents"].as_array().unwrap();
-        agents
-            .iter()
-            .map(|a| a["debates"].as_u64().unwrap())
-            .sum::<u64>()
-            == 4
+        board["agents"].as_array().is_some_and(|agents| {
+            agents
+                .iter()
+                .filter_map(|a| a["debates"].as_u64())
+                .sum::<u64>()
+                == 4
+        })
     };
     let board = api.until("/api/leaderboard", both).await;
     let mut names: Vec<&str> = board["agents"]
@@ -180,5 +198,59 @@ async fn names_differing_in_case_are_one_agent_on_the_leaderboard() {
             .all(|a| a["debates"] == 2),
         "{board}"
     );
+    served.stop(std::time::Duration::from_secs(10)).await;
+}
+
+/// What the create schema calls valid is taken: a judge from outside the
+/// panel sits as one more agent (past twelve named), and `2.0` is the whole
+/// number 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_outside_judge_takes_a_seat_and_whole_floats_are_integers() {
+    let (app, api) = Api::spawn(&[]).await;
+    let body = json!({"topic": "Tea or coffee?", "agents": ["demo-a", "demo-b"],
+        "consensus": "judge", "judge": "demo-c", "max_rounds": 2.0});
+    let created = api.create("/api/debates", body).await;
+    assert_eq!(
+        created["agents"],
+        json!(["demo-a", "demo-b", "demo-c"]),
+        "{created}"
+    );
+    assert_eq!(created["rounds"], 2, "{created}");
+    let twelve: Vec<String> = (1..=12).map(|n| format!("demo-{n}")).collect();
+    let body = json!({"topic": "Who decides?", "agents": twelve,
+        "protocol": {"consensus": "judge", "judge": "demo-judge"}});
+    let created = api.create("/api/debates", body).await;
+    assert_eq!(created["agents"].as_array().unwrap().len(), 13, "{created}");
+    let id = created["id"].as_str().unwrap();
+    let done = api.finished(id).await;
+    let seated = done["agents"].as_array().unwrap();
+    assert!(seated.contains(&json!("demo-judge")), "{done}");
+    app.stop.cancel();
+}
+
+/// The create schema's agent-name pattern is this deployment's: with no
+/// provider keys it admits demo agents only, so a client (or a fuzzer) that
+/// follows it never names an agent the service would refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_create_schema_names_only_agents_this_deployment_seats() {
+    let (app, api) = Api::spawn(&[]).await;
+    let (_, doc) = api.get("/api/openapi.json").await;
+    let body = &doc["components"]["schemas"]["CreateDebateBody"];
+    let pattern = body["properties"]["agents"]["items"]["pattern"]
+        .as_str()
+        .unwrap();
+    let pattern = regex::Regex::new(pattern).unwrap();
+    for (name, seated) in [
+        ("demo-a", true),
+        ("demo", true),
+        ("claude", false),
+        ("Demo-A", false),
+    ] {
+        assert_eq!(pattern.is_match(name), seated, "{name}");
+        let body = json!({"topic": "t", "agents": [name, "demo-z"]});
+        let (status, error) = api.post("/api/debates", body).await;
+        assert_eq!(status == 201, seated, "{name}: {status} {error}");
+    }
+    assert_eq!(body["properties"]["agents"]["uniqueItems"], true);
     app.stop.cancel();
 }

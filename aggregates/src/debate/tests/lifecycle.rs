@@ -94,11 +94,15 @@ async fn each_rule_of_a_new_debate_is_enforced() {
         (blank_topic, "topic is empty"),
         (
             create(&[], protocol(2)),
-            "a debate needs between 1 and 12 agents",
+            "a debate needs between 2 and 12 agents, and its judge",
+        ),
+        (
+            create(&["a"], protocol(2)),
+            "a debate needs between 2 and 12 agents, and its judge",
         ),
         (
             create(&many, protocol(2)),
-            "a debate needs between 1 and 12 agents",
+            "a debate needs between 2 and 12 agents, and its judge",
         ),
         (
             create(&["a", " "], protocol(2)),
@@ -113,27 +117,27 @@ async fn each_rule_of_a_new_debate_is_enforced() {
             "agent Claude is listed twice",
         ),
         (
-            create(&["a"], protocol(0)),
+            create(&["a", "b"], protocol(0)),
             "rounds must be between 1 and 12",
         ),
         (
-            create(&["a"], protocol(MAX_ROUNDS + 1)),
+            create(&["a", "b"], protocol(MAX_ROUNDS + 1)),
             "rounds must be between 1 and 12",
         ),
         (
-            create(&["a"], with(|p| p.threshold = -0.01)),
+            create(&["a", "b"], with(|p| p.threshold = -0.01)),
             "consensus_threshold must be between 0 and 1",
         ),
         (
-            create(&["a"], with(|p| p.threshold = 1.01)),
+            create(&["a", "b"], with(|p| p.threshold = 1.01)),
             "consensus_threshold must be between 0 and 1",
         ),
         (
-            create(&["a"], with(|p| p.threshold = f64::NAN)),
+            create(&["a", "b"], with(|p| p.threshold = f64::NAN)),
             "consensus_threshold must be between 0 and 1",
         ),
         (
-            create(&["a"], with(|p| p.phases.push(String::new()))),
+            create(&["a", "b"], with(|p| p.phases.push(String::new()))),
             "phase names must not be empty",
         ),
     ];
@@ -164,6 +168,18 @@ async fn the_limits_themselves_are_accepted() {
             .await
             .then_expect_events(vec![created_with(&twelve, protocol)]);
     }
+    // A judge from outside the twelve sits last, as a thirteenth.
+    let mut thirteen = twelve.clone();
+    thirteen.push("judge");
+    let judged = Protocol {
+        judge: Some("judge".to_owned()),
+        ..protocol(1)
+    };
+    Given::with(())
+        .given_no_previous_events()
+        .when_async(create(&thirteen, judged.clone()))
+        .await
+        .then_expect_events(vec![created_with(&thirteen, judged)]);
 }
 
 #[tokio::test]

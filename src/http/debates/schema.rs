@@ -1,0 +1,98 @@
+//! The create body's schema says what a create accepts, in terms a client
+//! (or a fuzzer) can check before sending: which agent names this
+//! deployment seats, which fields exclude each other, and the rules the
+//! derive cannot state. Every body it calls valid is one the handler takes.
+
+use agon_aggregates::debate::{ConsensusMode, MIN_AGENTS};
+use serde_json::{Value, json};
+
+use crate::debates::MAX_CONTEXT_CHARS;
+
+/// Text with at least one character the service does not trim. Spelled out
+/// rather than `\s`, whose meaning differs between regular-expression
+/// dialects, and matching Rust's `char::is_whitespace`.
+pub const NOT_BLANK: &str = "[^\\t\\n\\u000b\\u000c\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+
+/// The canonical spelling of a phase name (the service also takes other
+/// cases and surrounding spaces).
+const PHASE: &str = "^[a-z0-9_-]{1,40}$";
+
+/// Consensus modes as documented, and `null` (the default).
+fn consensus_modes() -> Value {
+    let mut modes: Vec<Value> = ConsensusMode::ALL
+        .iter()
+        .map(|m| json!(m.as_str()))
+        .collect();
+    modes.push(Value::Null);
+    Value::Array(modes)
+}
+
+/// Two spellings of one setting, the second maybe inside `protocol`: a
+/// body gives at most one of them (`null` counts as not given).
+fn not_both(first: &str, second: &str, nested: bool) -> Value {
+    let value = json!({"not": {"type": "null"}});
+    if nested {
+        json!({"not": {"required": [first, "protocol"], "properties": {
+            first: value,
+            "protocol": {"type": "object", "required": [second], "properties": {second: value}},
+        }}})
+    } else {
+        json!({"not": {"required": [first, second], "properties": {first: value, second: value}}})
+    }
+}
+
+/// Fits the `CreateDebateBody` and `ProtocolBody` components of `doc` to a
+/// deployment whose agent names match `agent_pattern`.
+pub fn fit(doc: &mut Value, agent_pattern: &str) {
+    let name = json!({"type": "string", "pattern": agent_pattern});
+    if let Some(protocol) = doc.pointer_mut("/components/schemas/ProtocolBody/properties") {
+        protocol["consensus"]["enum"] = consensus_modes();
+        protocol["judge"]["pattern"] = json!(agent_pattern);
+        protocol["phases"]["items"] = json!({"type": "string", "pattern": PHASE});
+        protocol["phases"]["minItems"] = json!(1);
+        protocol["phases"]["uniqueItems"] = json!(true);
+    }
+    let Some(body) = doc.pointer_mut("/components/schemas/CreateDebateBody") else {
+        return;
+    };
+    let properties = &mut body["properties"];
+    for field in ["topic", "task"] {
+        properties[field]["pattern"] = json!(NOT_BLANK);
+    }
+    properties["context"]["maxLength"] = json!(MAX_CONTEXT_CHARS);
+    properties["consensus"]["enum"] = consensus_modes();
+    properties["judge"]["pattern"] = json!(agent_pattern);
+    let agents = &mut properties["agents"];
+    agents["items"] = name;
+    agents["uniqueItems"] = json!(true);
+    // Empty (the service picks) or a panel of at least two.
+    agents["anyOf"] = json!([{"maxItems": 0}, {"minItems": MIN_AGENTS}]);
+    let given =
+        |field: &str| json!({"required": [field], "properties": {field: {"type": "string"}}});
+    body["allOf"] = json!([
+        {"anyOf": [given("topic"), given("task")]},
+        not_both("topic", "task", false),
+        not_both("rounds", "max_rounds", false),
+        not_both("rounds", "rounds", true),
+        not_both("max_rounds", "rounds", true),
+        not_both("consensus", "consensus", true),
+        not_both("judge", "judge", true),
+        // Without auto-selection the caller names the panel.
+        {"if": {"required": ["auto_select"], "properties": {"auto_select": {"const": false}}},
+         "then": {"required": ["agents"], "properties": {"agents": {"type": "array", "minItems": MIN_AGENTS}}}},
+    ]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nested_spelling_counts_only_inside_a_protocol_object() {
+        let rule = not_both("rounds", "rounds", true);
+        assert_eq!(rule["not"]["required"], json!(["rounds", "protocol"]));
+        let protocol = &rule["not"]["properties"]["protocol"];
+        assert_eq!(protocol["type"], json!("object"));
+        assert_eq!(protocol["required"], json!(["rounds"]));
+    }
+}
