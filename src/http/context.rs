@@ -20,7 +20,9 @@ use super::Platform;
 use super::error::{ApiError, ErrorForm, ErrorReport};
 use super::recent_errors::RecordedError;
 use super::routes::{Mount, MountKind};
-use super::version::{ApiVersion, ListLinks, Negotiated, envelope, negotiate, v1_deprecation};
+use super::version::{
+    ApiVersion, ListLinks, Negotiated, envelope, is_api, negotiate, v1_deprecation,
+};
 
 /// The request's correlation id (`X-Request-ID`), also the errors' `trace_id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +51,9 @@ pub async fn context(
     async move {
         let negotiated = negotiate(&path, request.headers());
         let (form, response) = match negotiated {
+            // No version could be chosen: an `/api` path still answers a
+            // string `error` (the v1 form, the default version's).
+            Err(error) if is_api(&path) => (ErrorForm::V1, error.into_response()),
             Err(error) => (ErrorForm::General, error.into_response()),
             Ok(negotiated) => {
                 // Only v2 lists link to themselves; the others need no copy.
@@ -74,7 +79,7 @@ pub async fn context(
                     response = wrap_v2(response, &request_id.0, &self_link).await;
                 }
                 add_version_headers(&mut response, negotiated, mount.as_deref(), &path);
-                (negotiated.error_form(), response)
+                (negotiated.error_form(&path), response)
             }
         };
         let mut response = render_error(response, form, &request_id.0, &platform, &method, &path);

@@ -257,9 +257,13 @@ impl ErrorReport {
                 error.insert("trace_id".into(), json!(trace_id));
                 json!({ "error": error })
             }
+            // §7's v1 form (`error`, `status`) with the code, details and
+            // trace id clients print and quote.
             ErrorForm::V1 => json!({
                 "error": self.message,
                 "status": self.status.as_u16(),
+                "code": self.code,
+                "details": self.details,
                 "trace_id": trace_id,
             }),
             ErrorForm::V2 => json!({
@@ -277,9 +281,9 @@ impl ErrorReport {
 /// Which of §7's forms a request's errors take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorForm {
-    /// Unversioned paths with no version asked for.
+    /// Paths outside `/api` (no version applies there).
     General,
-    /// v1 chosen by prefix or header.
+    /// v1 `/api` paths: by prefix, header or default.
     V1,
     V2,
 }

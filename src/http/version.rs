@@ -33,13 +33,22 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
-    pub fn error_form(self) -> ErrorForm {
-        match (self.version, self.explicit) {
-            (ApiVersion::V2, _) => ErrorForm::V2,
-            (ApiVersion::V1, true) => ErrorForm::V1,
-            (ApiVersion::V1, false) => ErrorForm::General,
+    /// The error form of a request to `path`: every `/api` path answers its
+    /// version's form, unprefixed ones v1 (§9 rule 4), so `error` is always
+    /// a string a client can print; paths outside `/api` have no version
+    /// and keep §7's general form.
+    pub fn error_form(self, path: &str) -> ErrorForm {
+        match self.version {
+            ApiVersion::V2 => ErrorForm::V2,
+            ApiVersion::V1 if is_api(path) => ErrorForm::V1,
+            ApiVersion::V1 => ErrorForm::General,
         }
     }
+}
+
+/// Whether `path` is under `/api`.
+pub fn is_api(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
 }
 
 /// Handlers that differ by version take this.
@@ -302,7 +311,9 @@ mod tests {
         );
         let none = negotiate("/api/x", &HeaderMap::new()).unwrap();
         assert_eq!((none.version, none.explicit), (ApiVersion::V1, false));
-        assert_eq!(none.error_form(), ErrorForm::General);
+        assert_eq!(none.error_form("/api/x"), ErrorForm::V1);
+        assert_eq!(none.error_form("/metrics"), ErrorForm::General);
+        assert_eq!(none.error_form("/apix"), ErrorForm::General);
         assert!(negotiate("/api/x", &headers(&[("x-api-version", "7")])).is_err());
     }
 

@@ -25,8 +25,12 @@ use super::db::{Backend, Db, PoolRef, with_pool};
 use super::group::GroupCommit;
 use super::rows::{EVENT_COLUMNS, StoredEvent};
 
-/// How many stream heads the hash cache keeps before it starts afresh.
-const HEAD_CACHE_LIMIT: usize = 65_536;
+/// How many stream heads the hash cache keeps before it starts afresh. A
+/// stream is appended to in bursts (a debate's few commands within seconds),
+/// so a few thousand cover every stream in use; 65 536 held about 15 MiB
+/// once that many debates had been created, memory that grew with the
+/// debates stored.
+const HEAD_CACHE_LIMIT: usize = 4_096;
 /// Rows per `INSERT` statement: 10 parameters each stays under SQLite's limit.
 const MAX_ROWS_PER_INSERT: usize = 1_000;
 /// Parameters of one event row in an `INSERT`.

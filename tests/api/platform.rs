@@ -104,7 +104,9 @@ async fn every_error_answers_in_the_form_of_its_version() {
     let c = crate::support::client();
     let base = &spawned.base;
 
-    let (r, general) = send(
+    // Unprefixed `/api` paths are v1 (§9 rule 4): `error` is a string a
+    // client can print, with the code and trace id beside it.
+    let (r, unprefixed) = send(
         &c,
         Method::GET,
         &format!("{base}/api/nowhere"),
@@ -113,11 +115,18 @@ async fn every_error_answers_in_the_form_of_its_version() {
     )
     .await;
     assert_eq!(r.status, 404);
-    assert_eq!(general["error"]["code"], "NOT_FOUND");
-    assert!(general["error"]["message"].is_string());
-    assert!(general["error"]["details"].is_object());
-    assert_eq!(general["error"]["trace_id"], "req-123");
+    assert_eq!(unprefixed["code"], "NOT_FOUND");
+    assert_eq!(unprefixed["status"], 404);
+    assert!(unprefixed["error"].is_string(), "{unprefixed}");
+    assert!(unprefixed["details"].is_object());
+    assert_eq!(unprefixed["trace_id"], "req-123");
     assert_eq!(r.headers["x-request-id"], "req-123");
+
+    // Outside `/api` no version applies: §7's general form.
+    let (r, general) = send(&c, Method::GET, &format!("{base}/nowhere"), &[], None).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(general["error"]["code"], "NOT_FOUND", "{general}");
+    assert!(general["error"]["message"].is_string());
 
     let (r, v1) = send(
         &c,
@@ -129,6 +138,7 @@ async fn every_error_answers_in_the_form_of_its_version() {
     .await;
     assert_eq!(r.status, 404);
     assert_eq!(v1["status"], 404);
+    assert_eq!(v1["code"], "NOT_FOUND");
     assert!(v1["error"].is_string());
 
     let (_, v1_by_header) = send(
@@ -159,7 +169,7 @@ async fn every_error_answers_in_the_form_of_its_version() {
     let (r, wrong_method) =
         send(&c, Method::DELETE, &format!("{base}/api/health"), &[], None).await;
     assert_eq!(r.status, 405);
-    assert_eq!(wrong_method["error"]["code"], "METHOD_NOT_ALLOWED");
+    assert_eq!(wrong_method["code"], "METHOD_NOT_ALLOWED");
     assert!(r.headers["allow"].to_str().unwrap().contains("GET"));
 
     let (r, wrong_method_v2) = send(
@@ -182,12 +192,7 @@ async fn every_error_answers_in_the_form_of_its_version() {
     )
     .await;
     assert_eq!(r.status, 400);
-    assert!(
-        bad_version["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("banana")
-    );
+    assert!(bad_version["error"].as_str().unwrap().contains("banana"));
 
     let (r, bad_accept) = send(
         &c,
@@ -198,7 +203,7 @@ async fn every_error_answers_in_the_form_of_its_version() {
     )
     .await;
     assert_eq!(r.status, 400);
-    assert_eq!(bad_accept["error"]["code"], "BAD_REQUEST");
+    assert_eq!(bad_accept["code"], "BAD_REQUEST");
 
     let (r, bad_query) = send(
         &c,
@@ -209,7 +214,7 @@ async fn every_error_answers_in_the_form_of_its_version() {
     )
     .await;
     assert_eq!(r.status, 400);
-    assert_eq!(bad_query["error"]["code"], "BAD_REQUEST");
+    assert_eq!(bad_query["code"], "BAD_REQUEST");
     let (r, _) = send(
         &c,
         Method::GET,
@@ -259,7 +264,7 @@ async fn bad_bodies_are_refused_clearly_and_internal_causes_stay_inside() {
     for (body, status, code) in cases {
         let (r, error) = send(&c, Method::POST, &url, &json_type, Some(body.to_vec())).await;
         assert_eq!(r.status, status, "{}", String::from_utf8_lossy(body));
-        assert_eq!(error["error"]["code"], code, "{error}");
+        assert_eq!(error["code"], code, "{error}");
     }
 
     let (r, error) = post(
@@ -268,12 +273,12 @@ async fn bad_bodies_are_refused_clearly_and_internal_causes_stay_inside() {
     )
     .await;
     assert_eq!(r.status, 415);
-    assert_eq!(error["error"]["code"], "UNSUPPORTED_MEDIA_TYPE");
+    assert_eq!(error["code"], "UNSUPPORTED_MEDIA_TYPE");
 
     let big = format!(r#"{{"name":"{}","count":1}}"#, "x".repeat(4096));
     let (r, error) = send(&c, Method::POST, &url, &json_type, Some(big.into_bytes())).await;
     assert_eq!(r.status, 413);
-    assert_eq!(error["error"]["code"], "PAYLOAD_TOO_LARGE");
+    assert_eq!(error["code"], "PAYLOAD_TOO_LARGE");
 
     let (r, v2) = send(
         &c,
@@ -295,7 +300,7 @@ async fn bad_bodies_are_refused_clearly_and_internal_causes_stay_inside() {
     )
     .await;
     assert_eq!(r.status, 500);
-    assert_eq!(internal["error"]["code"], "INTERNAL_ERROR");
+    assert_eq!(internal["code"], "INTERNAL_ERROR");
     assert!(
         !internal.to_string().contains("agon_internal"),
         "{internal}"
@@ -303,7 +308,7 @@ async fn bad_bodies_are_refused_clearly_and_internal_causes_stay_inside() {
 
     let (r, late) = send(&c, Method::GET, &format!("{base}/api/test/slow"), &[], None).await;
     assert_eq!(r.status, 408);
-    assert_eq!(late["error"]["code"], "REQUEST_TIMEOUT");
+    assert_eq!(late["code"], "REQUEST_TIMEOUT");
 
     let (_, recent) = send(
         &c,

@@ -260,7 +260,7 @@ async fn users_have_a_bucket_per_action_and_tiers_change_the_default() {
     )
     .await;
     assert_eq!(r.status, 401);
-    assert_eq!(anonymous["error"]["code"], "UNAUTHORIZED");
+    assert_eq!(anonymous["code"], "UNAUTHORIZED");
 }
 
 #[tokio::test]

@@ -151,7 +151,7 @@ async fn health_and_stats(kind: Kind) {
         .unwrap();
     assert_eq!(missing.status(), 404);
     let error: Value = missing.json().await.unwrap();
-    assert_eq!(error["error"]["code"], "NOT_FOUND");
+    assert_eq!(error["code"], "NOT_FOUND");
     spawned.stop.cancel();
 }
 

@@ -9,6 +9,7 @@ use utoipa::openapi::{ComponentsBuilder, InfoBuilder, OpenApiBuilder, RefOr, sch
 
 use crate::http::error::ErrorForm;
 use crate::http::routes::{Access, METHODS, Mount, MountKind, RouteTable};
+use crate::http::version::is_api;
 
 const DESCRIPTION: &str = "\
 Agon hosts debates between AI agents and keeps every state change in a \
@@ -25,9 +26,11 @@ still served; its responses carry `Deprecation`, `Sunset`, `Link` and \
 are supported: they answer v1 bodies and are not deprecated.
 
 ## Errors
-Unversioned paths answer `{error: {code, message, details, trace_id}}`; \
-v1 answers `{error, status}`; v2 answers `{error, code, resource_type, \
-resource_id, trace_id, support_url}`; a 429 answers its version's form with \
+Every `/api` error has `error` as a string. v1 (unprefixed paths included) \
+answers `{error, status, code, details, trace_id}`; v2 answers `{error, \
+code, resource_type, resource_id, trace_id, support_url}`; paths outside \
+`/api` (such as `/metrics`) answer `{error: {code, message, details, \
+trace_id}}`; a 429 answers its version's form with \
 `{error, code, retry_after, limit, remaining}` on top (`error` a string) and \
 `Retry-After`. Codes: BAD_REQUEST 400, \
 UNAUTHORIZED 401, FORBIDDEN 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, \
@@ -96,8 +99,8 @@ pub fn document(paths: Paths, schemas: Vec<(String, RefOr<Schema>)>, table: &Rou
 
 fn mounted_item(mut item: Value, mount: &Mount) -> Value {
     let form = match mount.kind {
-        MountKind::Legacy | MountKind::Alias => ErrorForm::General,
-        MountKind::V1 => ErrorForm::V1,
+        MountKind::Legacy | MountKind::Alias if !is_api(&mount.path) => ErrorForm::General,
+        MountKind::Legacy | MountKind::Alias | MountKind::V1 => ErrorForm::V1,
         MountKind::V2 => ErrorForm::V2,
     };
     // Unprefixed paths are the supported legacy face; `/api/v1/` and
@@ -251,8 +254,11 @@ fn shared_schemas() -> Map<String, Value> {
         },
         "ErrorV1": {
             "type": "object",
-            "required": ["error", "status"],
-            "properties": {"error": string, "status": {"type": "integer"}, "trace_id": string},
+            "required": ["error", "status", "code", "trace_id"],
+            "properties": {
+                "error": string, "status": {"type": "integer"}, "code": string,
+                "details": {"type": "object"}, "trace_id": string,
+            },
         },
         "ErrorV2": {
             "type": "object",
