@@ -30,7 +30,9 @@ pub fn routes() -> Routes {
         )
         .add(
             routes!(rankings),
-            RouteSpec::new().v2_at("/api/v2/agents/rankings"),
+            RouteSpec::new()
+                .v2_at("/api/v2/agents/rankings")
+                .also_at("/api/rankings"),
         )
 }
 
@@ -98,16 +100,34 @@ async fn circuit_breakers(State(app): State<App>) -> Json<CircuitBreakers> {
     })
 }
 
+/// Unknown parameters are ignored (not refused): clients send filters this
+/// service does not keep (`view`, `domain`, `period`, `sort_by`, `order`),
+/// and the ranking by ELO answers them all.
 #[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct RankingQuery {
     /// How many agents, default 20, at most 100.
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
+    /// How many of the best to skip (default 0).
+    #[param(minimum = 0)]
+    pub offset: Option<u32>,
+    /// Only agents with at least this many debates (default 0).
+    #[param(minimum = 0)]
+    pub min_debates: Option<u64>,
+    /// Accepted and ignored (one overall ranking).
+    pub view: Option<String>,
+    /// Accepted and ignored (one overall ranking).
+    pub domain: Option<String>,
+    /// Accepted and ignored (one overall ranking).
+    pub period: Option<String>,
+    /// Accepted and ignored (always by ELO).
+    pub sort_by: Option<String>,
+    /// Accepted and ignored (always best first).
+    pub order: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Ranked {
     pub rank: usize,
     pub name: String,
@@ -123,31 +143,47 @@ pub struct Ranked {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Rankings {
     pub agents: Vec<Ranked>,
-    /// Every ranked agent, over all pages.
+    /// The same list as `agents` (the name some clients read).
+    pub rankings: Vec<Ranked>,
+    /// Every ranked agent that passes `min_debates`, over all pages.
     pub total: usize,
+    pub limit: u32,
+    pub offset: u32,
 }
 
-async fn ranked(app: &App, limit: Option<u32>) -> Result<Rankings, ApiError> {
-    let limit = super::debates::page_limit(limit)?;
+async fn ranked(app: &App, query: RankingQuery) -> Result<Rankings, ApiError> {
+    let limit = super::debates::page_limit(query.limit)?;
+    let offset = query.offset.unwrap_or(0);
+    let min_debates = query.min_debates.unwrap_or(0);
     let view = load_view::<Leaderboard>(&app.log).await?;
-    let ranked = view.ranked();
+    let ranked: Vec<_> = view
+        .ranked()
+        .into_iter()
+        .filter(|(_, r)| r.debates >= min_debates)
+        .collect();
+    let total = ranked.len();
+    let agents: Vec<Ranked> = ranked
+        .into_iter()
+        .enumerate()
+        .skip(offset as usize)
+        .take(limit as usize)
+        .map(|(i, (name, r))| Ranked {
+            rank: i + 1,
+            name: name.clone(),
+            elo: (r.elo * 10.0).round() / 10.0,
+            debates: r.debates,
+            wins: r.wins,
+            losses: r.losses,
+            draws: r.draws,
+            failures: r.failures,
+        })
+        .collect();
     Ok(Rankings {
-        total: ranked.len(),
-        agents: ranked
-            .into_iter()
-            .take(limit as usize)
-            .enumerate()
-            .map(|(i, (name, r))| Ranked {
-                rank: i + 1,
-                name: name.clone(),
-                elo: (r.elo * 10.0).round() / 10.0,
-                debates: r.debates,
-                wins: r.wins,
-                losses: r.losses,
-                draws: r.draws,
-                failures: r.failures,
-            })
-            .collect(),
+        rankings: agents.clone(),
+        agents,
+        total,
+        limit,
+        offset,
     })
 }
 
@@ -158,15 +194,15 @@ async fn leaderboard(
     State(app): State<App>,
     ApiQuery(query): ApiQuery<RankingQuery>,
 ) -> Result<Json<Rankings>, ApiError> {
-    Ok(Json(ranked(&app, query.limit).await?))
+    Ok(Json(ranked(&app, query).await?))
 }
 
-/// The same rankings under their other name.
+/// The same rankings under their other names (also `/api/rankings`).
 #[utoipa::path(get, path = "/api/leaderboard/rankings", tag = "agents", params(RankingQuery),
     responses((status = 200, body = Rankings)))]
 async fn rankings(
     State(app): State<App>,
     ApiQuery(query): ApiQuery<RankingQuery>,
 ) -> Result<Json<Rankings>, ApiError> {
-    Ok(Json(ranked(&app, query.limit).await?))
+    Ok(Json(ranked(&app, query).await?))
 }

@@ -330,6 +330,16 @@ fn mounts_for(canonical: &str, spec: &RouteSpec, methods: &[&'static str]) -> Ve
         MountKind::V1,
         Some(v2.clone()),
     ));
+    // Other paths follow the same rules: each has its v1 path too.
+    for extra in spec.also_at.iter().filter_map(|p| p.strip_prefix("/api/")) {
+        if !extra.starts_with("v1/") && !extra.starts_with("v2/") {
+            mounts.push(mount(
+                format!("/api/v1/{extra}"),
+                MountKind::V1,
+                Some(v2.clone()),
+            ));
+        }
+    }
     for (alias, successor) in &spec.aliases {
         mounts.push(mount(
             (*alias).to_owned(),

@@ -44,7 +44,16 @@ async fn leaderboard_ranks_demo_agents_after_two_debates() {
         (wins, losses) = (wins + games[0], losses + games[1]);
     }
     assert_eq!(wins, losses, "{board}");
-    for path in ["/api/leaderboard/rankings", "/api/v1/leaderboard"] {
+    assert_eq!(board["rankings"], board["agents"], "one list, two names");
+    for path in [
+        "/api/leaderboard/rankings",
+        "/api/v1/leaderboard",
+        "/api/rankings",
+        "/api/v1/rankings",
+        // Filters this service does not keep are ignored, not refused.
+        "/api/leaderboard?view=overall&domain=x&sort_by=elo&order=desc",
+        "/api/v1/rankings?domain=x&period=7d&limit=20",
+    ] {
         assert_eq!(api.get(path).await, (200, board.clone()), "{path}");
     }
     for path in ["/api/v2/agents/leaderboard", "/api/v2/agents/rankings"] {
@@ -56,7 +65,23 @@ async fn leaderboard_ranks_demo_agents_after_two_debates() {
         (&one["agents"], &one["total"]),
         (&json!(agents[..1]), &json!(3))
     );
-    for bad in ["limit=0", "limit=101", "limit=many"] {
+    let (_, second) = api.get("/api/leaderboard?offset=1&limit=1").await;
+    assert_eq!(second["agents"], json!(agents[1..2]), "{second}");
+    assert_eq!(
+        (&second["total"], &second["offset"]),
+        (&json!(3), &json!(1))
+    );
+    let (_, none) = api.get("/api/leaderboard?min_debates=3").await;
+    assert_eq!((&none["agents"], &none["total"]), (&json!([]), &json!(0)));
+    let (_, all) = api.get("/api/leaderboard?min_debates=2").await;
+    assert_eq!(all["total"], 3, "{all}");
+    for bad in [
+        "limit=0",
+        "limit=101",
+        "limit=many",
+        "offset=-1",
+        "min_debates=x",
+    ] {
         let (status, body) = api.get(format!("/api/leaderboard/rankings?{bad}")).await;
         assert_error(status, &body, 400, "BAD_REQUEST");
     }
