@@ -2,6 +2,7 @@
 //! documented forms in one body) and the detailed report served at
 //! `/api/health/detailed` and `/api/metrics/health`. Every figure is read
 //! from the running parts; a part that is not built says `not_configured`.
+//! `/healthz` and `/readyz` ([`probes`]) serve orchestrators.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -22,6 +23,7 @@ use crate::bus::Bus;
 use crate::projection;
 
 mod lag;
+mod probes;
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -30,6 +32,18 @@ pub fn routes() -> Routes {
             RouteSpec::new()
                 .public()
                 .v2_at("/api/v2/system/health")
+                .limit(PathLimit::Endpoint(Endpoint::Health)),
+        )
+        .add(
+            routes!(probes::healthz),
+            RouteSpec::unversioned()
+                .public()
+                .limit(PathLimit::Endpoint(Endpoint::Health)),
+        )
+        .add(
+            routes!(probes::readyz),
+            RouteSpec::unversioned()
+                .public()
                 .limit(PathLimit::Endpoint(Endpoint::Health)),
         )
         .add(
@@ -211,6 +225,29 @@ pub struct ProjectionDetail {
     pub behind: Option<bool>,
 }
 
+/// Each projection's checkpoint and whether it has events left to apply.
+async fn projection_details(app: &App) -> Vec<ProjectionDetail> {
+    let head = app.log.feed_head().await.ok();
+    let mut projections = Vec::new();
+    for name in projection::ALL {
+        let checkpoint = app
+            .log
+            .load_checkpoint(&projection::checkpoint_name(name))
+            .await
+            .ok();
+        let behind = match (head, checkpoint) {
+            (Some(head), Some(checkpoint)) => lag::behind(app, name, checkpoint, head).await.ok(),
+            _ => None,
+        };
+        projections.push(ProjectionDetail {
+            name,
+            checkpoint_position: checkpoint.map(|c| c.position),
+            behind,
+        });
+    }
+    projections
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SealDetail {
     pub last_seal_number: Option<i64>,
@@ -228,25 +265,10 @@ pub struct SealDetail {
 async fn detailed(State(app): State<App>) -> (StatusCode, Json<DetailedHealth>) {
     let probe = Probe::run(&app).await;
     // A failing read leaves its figure empty: the database status says why.
-    let head_cursor = app.log.feed_head().await.ok();
-    let head = head_cursor.map(|c| c.position);
-    let mut projections = Vec::new();
-    for name in projection::ALL {
-        let checkpoint = app
-            .log
-            .load_checkpoint(&projection::checkpoint_name(name))
-            .await
-            .ok();
-        let behind = match (head_cursor, checkpoint) {
-            (Some(head), Some(checkpoint)) => lag::behind(&app, name, checkpoint, head).await.ok(),
-            _ => None,
-        };
-        projections.push(ProjectionDetail {
-            name,
-            checkpoint_position: checkpoint.map(|c| c.position),
-            behind,
-        });
-    }
+    let (head, projections) = (
+        app.log.feed_head().await.ok(),
+        projection_details(&app).await,
+    );
     let last_seal = app.log.last_seal().await.ok().flatten();
     let body = DetailedHealth {
         summary: probe.health(&app),
@@ -255,7 +277,7 @@ async fn detailed(State(app): State<App>) -> (StatusCode, Json<DetailedHealth>) 
             status: probe.database,
             backend: app.log.backend().name(),
             latency_ms: probe.database_latency_ms,
-            head_position: head,
+            head_position: head.map(|c| c.position),
         },
         event_bus: BusDetail {
             status: probe.event_bus,

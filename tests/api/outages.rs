@@ -83,11 +83,22 @@ async fn creates_read_back_at_once_while_nats_is_down(kind: Kind) {
     let base = app.base.clone();
 
     let mut ids = create_many(&base, "before", 3).await;
+    readiness_becomes(&base, 200).await;
     server.stop();
+    // Not ready while the bus is away (its reads may lag), yet alive.
+    let not_ready = readiness_becomes(&base, 503).await;
+    assert_eq!(not_ready["bus"], false, "{not_ready}");
+    let live = crate::support::client()
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 200);
     for round in 0..3 {
         ids.extend(create_many(&base, &format!("down {round}"), 4).await);
     }
     server.restart().await;
+    readiness_becomes(&base, 200).await;
     ids.extend(create_many(&base, "after", 4).await);
 
     // Every debate runs to its end, each listed once; the statistics count
@@ -147,6 +158,29 @@ struct PgCluster {
 
 /// The directory of `initdb` and `pg_ctl`; fails loudly when PostgreSQL is
 /// not installed (CI installs it).
+/// `/readyz` once it answers `status`, within 30 s; its body.
+async fn readiness_becomes(base: &str, status: u16) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let response = crate::support::client()
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .unwrap();
+        let got = response.status().as_u16();
+        let body: Value = response.json().await.unwrap();
+        if got == status {
+            assert_eq!(
+                body["status"],
+                if status == 200 { "ready" } else { "not_ready" }
+            );
+            return body;
+        }
+        assert!(Instant::now() < deadline, "/readyz stayed {got}: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 fn postgres_bin() -> PathBuf {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .expect("PostgreSQL server binaries missing: no /usr/lib/postgresql (install postgresql)")

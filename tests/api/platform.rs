@@ -518,6 +518,31 @@ async fn health_comes_in_both_forms_and_in_detail() {
         assert_eq!(detail["seals"]["interval_seconds"], 60);
         assert!(detail["components"].is_object() && detail["checks"].is_object());
     }
+    // Orchestrators' probes: public, unversioned, plain.
+    let anonymous = |path: &str| c.get(format!("{}{path}", spawned.base)).send();
+    let live = anonymous("/healthz").await.unwrap();
+    assert_eq!(live.status(), 200);
+    assert_eq!(live.json::<Value>().await.unwrap(), json!({"status": "ok"}));
+    // Ready once the projections have applied the start's own events.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let ready = loop {
+        let response = anonymous("/readyz").await.unwrap();
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        if status == 200 {
+            break body;
+        }
+        assert_eq!(
+            (status.as_u16(), &body["status"]),
+            (503, &json!("not_ready"))
+        );
+        assert!(std::time::Instant::now() < deadline, "never ready: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let want =
+        json!({"status": "ready", "store": true, "bus": true, "projections": true, "behind": []});
+    assert_eq!(ready, want);
+    assert_eq!(anonymous("/api/v1/healthz").await.unwrap().status(), 404);
     spawned.stop.cancel();
 }
 

@@ -47,7 +47,7 @@ pub struct SignedUp {
 }
 
 /// Creates an account and mails an email-verification link (valid 24 hours).
-#[utoipa::path(post, path = "/api/v1/auth/signup", tag = "auth", request_body = RegisterBody,
+#[utoipa::path(post, path = "/api/auth/signup", tag = "auth", request_body = RegisterBody,
     responses((status = 201, body = SignedUp), (status = 409, description = "Email already registered")))]
 async fn signup(
     State(app): State<App>,
@@ -73,7 +73,7 @@ pub struct TokenBody {
 }
 
 /// Verifies an email address with the token from the mail (single use).
-#[utoipa::path(post, path = "/api/v1/auth/verify-email", tag = "auth", request_body = TokenBody,
+#[utoipa::path(post, path = "/api/auth/verify-email", tag = "auth", request_body = TokenBody,
     responses((status = 200, body = Done), (status = 404, description = "Unknown token"),
         (status = 409, description = "Token expired, or the email is already verified")))]
 async fn verify_email(
@@ -85,7 +85,7 @@ async fn verify_email(
 }
 
 /// The same as the POST, for the link in the mail.
-#[utoipa::path(get, path = "/api/v1/auth/verify-email", tag = "auth", params(TokenBody),
+#[utoipa::path(get, path = "/api/auth/verify-email", tag = "auth", params(TokenBody),
     responses((status = 200, body = Done), (status = 404, description = "Unknown token"),
         (status = 409, description = "Token expired, or the email is already verified")))]
 async fn verify_email_link(
@@ -117,7 +117,7 @@ pub struct MailSent {
 }
 
 /// Mails the caller a new verification link; earlier links stop working.
-#[utoipa::path(post, path = "/api/v1/auth/resend-verification", tag = "auth",
+#[utoipa::path(post, path = "/api/auth/resend-verification", tag = "auth",
     responses((status = 200, body = MailSent), (status = 409, description = "Already verified")))]
 async fn resend_verification(
     State(app): State<App>,
@@ -133,7 +133,8 @@ async fn resend_verification(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OrganizationBody {
-    /// 1 to 100 characters.
+    /// 1 to 100 characters; also accepted as `name` (the upstream client's
+    /// spelling).
     // At least one character that trimming keeps: the server trims Unicode
     // white space (U+0085 and U+00A0 included) before counting.
     #[schema(
@@ -141,11 +142,12 @@ pub struct OrganizationBody {
         max_length = 100,
         pattern = "[^\\s\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
     )]
+    #[serde(alias = "name")]
     pub org_name: String,
 }
 
 /// Creates an organization owned by the caller.
-#[utoipa::path(post, path = "/api/v1/auth/setup-organization", tag = "auth", request_body = OrganizationBody,
+#[utoipa::path(post, path = "/api/auth/setup-organization", tag = "auth", request_body = OrganizationBody,
     responses((status = 201, body = Membership), (status = 409, description = "Already in an organization")))]
 async fn setup_organization(
     State(app): State<App>,
@@ -170,7 +172,7 @@ pub struct InviteBody {
 
 /// Invites someone into the caller's organization (owner or admin only);
 /// the invitation mail works once, for 7 days.
-#[utoipa::path(post, path = "/api/v1/auth/invite", tag = "auth", request_body = InviteBody,
+#[utoipa::path(post, path = "/api/auth/invite", tag = "auth", request_body = InviteBody,
     responses((status = 201, body = SentInvite), (status = 403, description = "Not an owner or admin of the organization")))]
 async fn invite(
     State(app): State<App>,
@@ -192,7 +194,7 @@ pub struct AcceptInviteBody {
 
 /// Accepts an invitation: signed in as the invited address, or creating
 /// the invited account with `name` and `password`.
-#[utoipa::path(post, path = "/api/v1/auth/accept-invite", tag = "auth", request_body = AcceptInviteBody,
+#[utoipa::path(post, path = "/api/auth/accept-invite", tag = "auth", request_body = AcceptInviteBody,
     responses((status = 200, body = Membership), (status = 404, description = "No such invitation"),
         (status = 403, description = "The invitation is addressed to someone else"),
         (status = 409, description = "Expired or used; or the invited address already has an account; or the user already has an organization")))]
@@ -218,7 +220,7 @@ async fn accept_invite(
 }
 
 /// Whether an invitation token is valid, and what it offers.
-#[utoipa::path(get, path = "/api/v1/auth/check-invite", tag = "auth", params(TokenBody),
+#[utoipa::path(get, path = "/api/auth/check-invite", tag = "auth", params(TokenBody),
     responses((status = 200, body = InviteCheck)))]
 async fn check_invite(
     State(app): State<App>,
