@@ -2,14 +2,16 @@
 //! forms, the §2.1 consensus body, detail and the CLI against a service here,
 //! with the shared caller and checks; `listing` holds messages, listing,
 //! batch and export, `bad_input` refused creates, `aliases` the deprecated
-//! paths, and `agents` the leaderboard, agent health and automatic agent
-//! selection. Demo agents only: no key, no network.
+//! paths, `agents` the leaderboard, agent health and automatic agent
+//! selection, and `sdk_shapes` the fields the upstream SDK reads. Demo
+//! agents only: no key, no network.
 
 mod agents;
 mod aliases;
 mod bad_input;
 mod listing;
 mod requests;
+mod sdk_shapes;
 mod sharing;
 
 use std::time::Duration;

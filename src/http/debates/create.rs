@@ -77,6 +77,8 @@ pub struct CreateDebateBody {
 /// The created debate.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CreatedDebate {
+    /// Always true (the upstream SDK's create response requires it).
+    pub success: bool,
     pub id: String,
     /// The same value as `id`.
     pub debate_id: String,
@@ -220,6 +222,7 @@ pub async fn create_debate(
     Ok((
         StatusCode::CREATED,
         Json(CreatedDebate {
+            success: true,
             id: debate.id.clone(),
             debate_id: debate.id.clone(),
             status: debate.status.as_str().to_owned(),

@@ -122,7 +122,7 @@ fn csv(debates: &[agon_aggregates::debate::Debate]) -> String {
             summary.topic,
             summary.status,
             summary.agents.join(";"),
-            summary.rounds.to_string(),
+            summary.max_rounds.to_string(),
             time(summary.created_at),
             time(summary.completed_at),
             summary.consensus_status.unwrap_or_default(),

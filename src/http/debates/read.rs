@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
-use super::views::{ConsensusBody, DebateDetail, DebateOutcome, DebateSummary, MessageView};
+use super::views::{
+    ConsensusBody, DebateDetail, DebateOutcome, DebateSummary, MessageView, Shared,
+};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::debates::{visible, visible_to};
@@ -63,14 +65,22 @@ impl StatusName {
     }
 }
 
+/// One page of debates. The page is under `debates` and, for paginators
+/// that read `items` (the upstream SDK's `list_all`), under `items` too.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DebateList {
-    pub debates: Vec<DebateSummary>,
+    #[schema(value_type = Vec<DebateSummary>)]
+    pub debates: Shared<DebateSummary>,
+    /// The same page as `debates`.
+    #[schema(value_type = Vec<DebateSummary>)]
+    pub items: Shared<DebateSummary>,
     /// Debates matching the filter, over all pages.
     pub total: u64,
     pub count: usize,
     pub limit: u32,
     pub offset: u32,
+    /// Whether debates follow this page (`offset + count < total`).
+    pub has_more: bool,
 }
 
 /// The page size a query asks for, checked.
@@ -112,10 +122,15 @@ pub async fn list_debates(
     let (debates, total) = Documents::new(app.log.clone())
         .list::<Debates>(filter_for(&caller, state), limit, u64::from(offset))
         .await?;
+    let count = debates.len();
+    let page = Shared::new(debates.iter().map(DebateSummary::from).collect());
     Ok(Json(DebateList {
-        count: debates.len(),
-        debates: debates.iter().map(DebateSummary::from).collect(),
+        debates: page.clone(),
+        items: page,
+        has_more: u64::from(offset).saturating_add(u64::try_from(count).unwrap_or(u64::MAX))
+            < total,
         total,
+        count,
         limit,
         offset,
     }))
@@ -278,7 +293,11 @@ pub struct BatchBody {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BatchResult {
-    pub debates: Vec<DebateDetail>,
+    #[schema(value_type = Vec<DebateDetail>)]
+    pub debates: Shared<DebateDetail>,
+    /// The same list as `debates`.
+    #[schema(value_type = Vec<DebateDetail>)]
+    pub items: Shared<DebateDetail>,
     /// Requested ids that name no debate the caller may see.
     pub not_found: Vec<String>,
     pub count: usize,
@@ -321,8 +340,11 @@ pub async fn batch_debates(
             _ => not_found.push(id.clone()),
         }
     }
+    let count = debates.len();
+    let debates = Shared::new(debates);
     Ok(Json(BatchResult {
-        count: debates.len(),
+        count,
+        items: debates.clone(),
         debates,
         not_found,
     }))

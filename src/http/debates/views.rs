@@ -1,13 +1,42 @@
 //! How debates look over HTTP: the list item, the detail with every round
-//! and message, and the consensus body of §2.1.
+//! and message, and the consensus body of §2.1. The field names the
+//! upstream SDK's typed models read (`rounds` as a list of rounds,
+//! `max_rounds`, `final_answer`, `reached`) sit beside the spec's own.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use agon_aggregates::debate::{
-    Ballot, ConsensusResult, Debate, DebateStatus, MajorityBaseline, Message, VotingSummary,
+    Ballot, ConsensusResult, ConsensusStatus, Debate, DebateStatus, MajorityBaseline, Message,
+    Stage, VoteChoice, VotingSummary,
 };
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use utoipa::ToSchema;
+
+/// One list served under two keys (`debates` for existing clients, `items`
+/// for the SDK's paginator) without copying it: clones share the list.
+#[derive(Debug)]
+pub struct Shared<T>(Arc<Vec<T>>);
+
+impl<T> Shared<T> {
+    pub fn new(items: Vec<T>) -> Self {
+        Self(Arc::new(items))
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T: Serialize> Serialize for Shared<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
 
 /// A debate in a listing.
 #[derive(Debug, Serialize, ToSchema)]
@@ -19,7 +48,10 @@ pub struct DebateSummary {
     /// pending, running, paused, completed or failed.
     pub status: String,
     pub agents: Vec<String>,
-    pub rounds: u32,
+    /// The rounds the debate runs (the `rounds` or `max_rounds` it was created with).
+    pub max_rounds: u32,
+    /// Rounds every active agent has finished; `max_rounds` once completed.
+    pub rounds_completed: u32,
     /// The round and phase under way (none before the start and after the end).
     pub current_round: Option<u32>,
     pub current_phase: Option<String>,
@@ -41,15 +73,9 @@ impl From<&Debate> for DebateSummary {
             _ => None,
         };
         let (current_round, current_phase) = match stage {
-            Some(agon_aggregates::debate::Stage::Turns { round, phase }) => {
-                (Some(round), Some(phase))
-            }
-            Some(agon_aggregates::debate::Stage::Synthesis) => {
-                (Some(debate.last_round()), Some("synthesis".to_owned()))
-            }
-            Some(agon_aggregates::debate::Stage::Vote) => {
-                (Some(debate.last_round()), Some("vote".to_owned()))
-            }
+            Some(Stage::Turns { round, phase }) => (Some(round), Some(phase)),
+            Some(Stage::Synthesis) => (Some(debate.last_round()), Some("synthesis".to_owned())),
+            Some(Stage::Vote) => (Some(debate.last_round()), Some("vote".to_owned())),
             None => (None, None),
         };
         let consensus = debate.consensus.as_ref();
@@ -59,7 +85,8 @@ impl From<&Debate> for DebateSummary {
             topic: debate.topic.clone(),
             status: debate.status.as_str().to_owned(),
             agents: debate.agents.clone(),
-            rounds: debate.last_round(),
+            max_rounds: debate.last_round(),
+            rounds_completed: rounds_completed(debate),
             current_round,
             current_phase,
             message_count: debate.messages.len(),
@@ -73,15 +100,30 @@ impl From<&Debate> for DebateSummary {
     }
 }
 
+/// The leading rounds in which every active agent took each of its turns
+/// (a round nobody spoke in is not done, even when every agent has failed).
+fn rounds_completed(debate: &Debate) -> u32 {
+    let stages = debate.stages();
+    let done = |round: u32| {
+        debate.messages.iter().any(|m| m.round == round)
+            && stages.iter().all(|stage| match stage {
+                Stage::Turns { round: r, .. } if *r == round => debate.missing(stage).is_empty(),
+                _ => true,
+            })
+    };
+    let done = (1..=debate.last_round()).take_while(|&round| done(round));
+    u32::try_from(done.count()).unwrap_or(u32::MAX)
+}
+
 fn status_name(result: &ConsensusResult) -> &'static str {
     match result.status {
-        agon_aggregates::debate::ConsensusStatus::ConsensusReached => "consensus_reached",
-        agon_aggregates::debate::ConsensusStatus::NoConsensus => "no_consensus",
+        ConsensusStatus::ConsensusReached => "consensus_reached",
+        ConsensusStatus::NoConsensus => "no_consensus",
     }
 }
 
 /// One agent contribution.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MessageView {
     /// Position in the debate, from 0.
     pub index: usize,
@@ -121,11 +163,45 @@ impl MessageView {
     }
 }
 
+/// The messages of one round, in the order recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoundView {
+    /// From 1.
+    pub round_number: u32,
+    /// Each exactly as `GET /api/debates/{id}/messages` gives it.
+    pub messages: Vec<MessageView>,
+}
+
+impl RoundView {
+    /// The rounds that hold a message, in round order.
+    fn all(messages: &[MessageView]) -> Vec<Self> {
+        let mut rounds: BTreeMap<u32, Vec<MessageView>> = BTreeMap::new();
+        for message in messages {
+            rounds
+                .entry(message.round)
+                .or_default()
+                .push(message.clone());
+        }
+        rounds
+            .into_iter()
+            .map(|(round_number, messages)| Self {
+                round_number,
+                messages,
+            })
+            .collect()
+    }
+}
+
 /// A debate with everything recorded about it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DebateDetail {
     #[serde(flatten)]
     pub summary: DebateSummary,
+    /// The consensus summary; null until there is a consensus.
+    pub final_answer: Option<String>,
+    /// Every round that holds a message, with its messages (the same ones
+    /// as `messages`, grouped).
+    pub rounds: Vec<RoundView>,
     pub context: Option<String>,
     /// phases, rounds, consensus mode, consensus_threshold, judge.
     #[schema(value_type = Object)]
@@ -162,21 +238,25 @@ impl From<&Debate> for DebateDetail {
                 "judge": p.judge,
             })
         });
+        let messages: Vec<MessageView> = debate
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| MessageView::of(i, m))
+            .collect();
+        let consensus = ConsensusBody::of(debate);
         Self {
             summary: DebateSummary::from(debate),
+            final_answer: consensus.as_ref().map(|c| c.final_answer.clone()),
+            rounds: RoundView::all(&messages),
             context: debate.context.clone(),
             protocol,
-            messages: debate
-                .messages
-                .iter()
-                .enumerate()
-                .map(|(i, m)| MessageView::of(i, m))
-                .collect(),
+            messages,
             failures: serde_json::to_value(&debate.failures).unwrap_or(Value::Null),
             synthesis: debate.synthesis.as_ref().map(|s| {
                 serde_json::json!({"agent": s.agent, "summary": s.summary, "key_points": s.key_points})
             }),
-            consensus: ConsensusBody::of(debate),
+            consensus,
             tokens_in,
             tokens_out,
         }
@@ -200,6 +280,16 @@ pub struct ConsensusBody {
     pub debate_id: String,
     /// `consensus_reached` or `no_consensus`.
     pub status: String,
+    /// Whether `status` is `consensus_reached`.
+    pub reached: bool,
+    /// As `consensus.confidence`.
+    pub confidence: f64,
+    /// As `consensus.summary`.
+    pub final_answer: String,
+    /// Agents that voted agree or agree_with_modifications, in vote order.
+    pub supporting_agents: Vec<String>,
+    /// Agents that voted disagree, in vote order.
+    pub dissenting_agents: Vec<String>,
     pub consensus: ConsensusText,
     #[schema(value_type = Object)]
     pub voting_summary: VotingSummary,
@@ -247,9 +337,22 @@ impl ConsensusBody {
         if status != DebateStatus::Completed {
             return None;
         }
+        let voters = |agrees: bool| -> Vec<String> {
+            result
+                .votes
+                .iter()
+                .filter(|ballot| VoteChoice::agrees(ballot.choice) == agrees)
+                .map(|ballot| ballot.agent.clone())
+                .collect()
+        };
         Some(Self {
             debate_id: id.to_owned(),
             status: status_name(result).to_owned(),
+            reached: result.status == ConsensusStatus::ConsensusReached,
+            confidence: result.confidence,
+            final_answer: result.summary.clone(),
+            supporting_agents: voters(true),
+            dissenting_agents: voters(false),
             consensus: ConsensusText {
                 summary: result.summary.clone(),
                 confidence: result.confidence,
@@ -268,5 +371,104 @@ impl ConsensusBody {
             baseline: result.baseline.clone(),
             failed_agents: result.failed_agents.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agon_aggregates::debate::{ConsensusMode, DebateEvent, Protocol, Usage};
+    use chrono::Utc;
+
+    use super::*;
+
+    const AGENTS: [&str; 2] = ["demo-a", "demo-b"];
+
+    /// A started debate of `rounds` rounds (phases opening, critique) between
+    /// [`AGENTS`].
+    fn started(rounds: u32) -> Debate {
+        let mut debate = Debate::default();
+        debate.apply_event(DebateEvent::DebateCreated {
+            debate_id: "d".to_owned(),
+            topic: "t".to_owned(),
+            context: None,
+            agents: AGENTS.map(str::to_owned).to_vec(),
+            protocol: Protocol {
+                phases: vec!["opening".to_owned(), "critique".to_owned()],
+                rounds,
+                consensus: ConsensusMode::Majority,
+                threshold: 0.6,
+                judge: None,
+            },
+            created_by: None,
+            org_id: None,
+            at: Utc::now(),
+        });
+        debate.apply_event(DebateEvent::DebateStarted { at: Utc::now() });
+        debate
+    }
+
+    fn say(debate: &mut Debate, round: u32, phase: &str, agent: &str) {
+        debate.apply_event(DebateEvent::MessageRecorded {
+            round,
+            phase: phase.to_owned(),
+            agent: agent.to_owned(),
+            content: format!("{agent} in {round} {phase}"),
+            targets: Vec::new(),
+            usage: Usage {
+                provider: "demo".to_owned(),
+                model: "demo".to_owned(),
+                tokens_in: 1,
+                tokens_out: 1,
+                latency_ms: 0,
+                fallback: false,
+            },
+            at: Utc::now(),
+        });
+    }
+
+    #[test]
+    fn a_round_is_completed_once_every_active_agent_took_each_turn() {
+        let mut debate = started(3);
+        assert_eq!(rounds_completed(&debate), 0);
+        for phase in ["opening", "critique"] {
+            say(&mut debate, 1, phase, "demo-a");
+        }
+        say(&mut debate, 1, "opening", "demo-b");
+        assert_eq!(rounds_completed(&debate), 0, "demo-b owes its critique");
+        say(&mut debate, 1, "critique", "demo-b");
+        assert_eq!(rounds_completed(&debate), 1);
+        say(&mut debate, 2, "critique", "demo-a");
+        debate.apply_event(DebateEvent::AgentFailed {
+            round: 2,
+            phase: "critique".to_owned(),
+            agent: "demo-b".to_owned(),
+            code: "timeout".to_owned(),
+            error: "no answer".to_owned(),
+            at: Utc::now(),
+        });
+        assert_eq!(rounds_completed(&debate), 2, "a failed agent owes nothing");
+        let summary = DebateSummary::from(&debate);
+        assert_eq!((summary.max_rounds, summary.rounds_completed), (3, 2));
+    }
+
+    #[test]
+    fn rounds_group_the_messages_in_round_order() {
+        let mut debate = started(2);
+        for (round, phase, agent) in [
+            (1, "opening", "demo-b"),
+            (1, "opening", "demo-a"),
+            (1, "critique", "demo-a"),
+            (2, "critique", "demo-b"),
+        ] {
+            say(&mut debate, round, phase, agent);
+        }
+        let detail = DebateDetail::from(&debate);
+        let shape: Vec<(u32, Vec<usize>)> = detail
+            .rounds
+            .iter()
+            .map(|r| (r.round_number, r.messages.iter().map(|m| m.index).collect()))
+            .collect();
+        assert_eq!(shape, [(1, vec![0, 1, 2]), (2, vec![3])]);
+        assert_eq!(detail.final_answer, None);
     }
 }
