@@ -106,46 +106,56 @@ pub async fn export_debates(
         .into_response())
 }
 
-const CSV_HEADER: &str = "id,topic,status,agents,rounds,created_at,completed_at,consensus_status,confidence,agree,agree_with_modifications,disagree,summary,error\n";
+pub(super) const CSV_HEADER: &str = "id,topic,status,agents,rounds,created_at,completed_at,consensus_status,confidence,agree,agree_with_modifications,disagree,summary,error\n";
 
 fn csv(debates: &[agon_aggregates::debate::Debate]) -> String {
     let mut out = String::from(CSV_HEADER);
     for debate in debates {
-        let summary = DebateSummary::from(debate);
-        let consensus = debate.consensus.as_ref();
-        let votes = consensus.map(|c| c.voting_summary).unwrap_or_default();
-        let time = |t: Option<chrono::DateTime<chrono::Utc>>| {
-            t.map(|t| t.to_rfc3339()).unwrap_or_default()
-        };
-        let fields = [
-            summary.id,
-            summary.topic,
-            summary.status,
-            summary.agents.join(";"),
-            summary.max_rounds.to_string(),
-            time(summary.created_at),
-            time(summary.completed_at),
-            summary.consensus_status.unwrap_or_default(),
-            summary
-                .confidence
-                .map(|c| format!("{c:.4}"))
-                .unwrap_or_default(),
-            votes.agree.to_string(),
-            votes.agree_with_modifications.to_string(),
-            votes.disagree.to_string(),
-            consensus.map(|c| c.summary.clone()).unwrap_or_default(),
-            summary.error.unwrap_or_default(),
-        ];
-        let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        out.push_str(&row.join(","));
-        out.push('\n');
+        push_row(&mut out, &summary_fields(debate));
     }
     out
 }
 
+/// One debate as a row under [`CSV_HEADER`].
+pub(super) fn summary_fields(debate: &agon_aggregates::debate::Debate) -> Vec<String> {
+    let summary = DebateSummary::from(debate);
+    let consensus = debate.consensus.as_ref();
+    let votes = consensus.map(|c| c.voting_summary).unwrap_or_default();
+    vec![
+        summary.id,
+        summary.topic,
+        summary.status,
+        summary.agents.join(";"),
+        summary.max_rounds.to_string(),
+        rfc3339(summary.created_at),
+        rfc3339(summary.completed_at),
+        summary.consensus_status.unwrap_or_default(),
+        summary
+            .confidence
+            .map(|c| format!("{c:.4}"))
+            .unwrap_or_default(),
+        votes.agree.to_string(),
+        votes.agree_with_modifications.to_string(),
+        votes.disagree.to_string(),
+        consensus.map(|c| c.summary.clone()).unwrap_or_default(),
+        summary.error.unwrap_or_default(),
+    ]
+}
+
+pub(super) fn rfc3339(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    t.map(|t| t.to_rfc3339()).unwrap_or_default()
+}
+
+/// Appends `fields` as one quoted CSV line.
+pub(super) fn push_row(out: &mut String, fields: &[String]) {
+    let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+    out.push_str(&row.join(","));
+    out.push('\n');
+}
+
 /// RFC 4180 quoting; a leading `=`, `+`, `-` or `@` is defused so that a
 /// spreadsheet does not run a topic as a formula.
-fn csv_field(text: &str) -> String {
+pub(super) fn csv_field(text: &str) -> String {
     let defused = if text.starts_with(['=', '+', '-', '@']) {
         format!("'{text}")
     } else {

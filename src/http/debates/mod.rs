@@ -1,9 +1,10 @@
 //! §4.2 debates: create ([`create`]), read ([`read`]) and export
-//! ([`export`]); every read comes from the `debates` read model and every
+//! ([`export`], one debate: [`export_one`]); every read comes from the `debates` read model and every
 //! write is a command on the Debate aggregate.
 
 mod create;
 mod export;
+mod export_one;
 mod read;
 mod schema;
 pub mod views;
@@ -38,6 +39,10 @@ pub fn routes() -> Routes {
         .add(routes!(read::batch_debates), RouteSpec::new())
         .add(
             routes!(export::export_debates),
+            RouteSpec::new().action(Action::Export).raw(),
+        )
+        .add(
+            routes!(export_one::export_debate),
             RouteSpec::new().action(Action::Export).raw(),
         )
 }

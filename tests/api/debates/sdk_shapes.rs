@@ -246,3 +246,67 @@ async fn every_list_pages_under_items_to_the_last_debate() {
     assert!(shaped, "{found}");
     app.stop.cancel();
 }
+
+/// One debate exported: the detail as JSON, its summary, messages and votes
+/// as CSV tables, and a Markdown report; another user's debate is a 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_debate_exports_as_json_csv_and_markdown() {
+    let (app, api) = Api::spawn(&[]).await;
+    let id = api.demo("Tea, or coffee?").await;
+    let detail = api.finished(&id).await;
+    let fetch = |path: String| {
+        let request = crate::support::client()
+            .get(format!("{}{path}", api.base))
+            .bearer_auth(crate::support::TEST_TOKEN);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let kind = response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            (status, kind, response.text().await.unwrap())
+        }
+    };
+    for prefix in ["/api", "/api/v1"] {
+        let (status, kind, body) = fetch(format!("{prefix}/debates/{id}/export/json")).await;
+        assert_eq!((status, kind.as_str()), (200, "application/json"));
+        let exported: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(exported, detail, "the JSON export is the detail");
+    }
+    let (status, kind, summary) = fetch(format!("/api/debates/{id}/export/csv")).await;
+    assert_eq!((status, kind.as_str()), (200, "text/csv; charset=utf-8"));
+    let lines: Vec<&str> = summary.lines().collect();
+    assert!(lines[0].starts_with("id,topic,status,"), "{summary}");
+    assert!(lines[1].starts_with(&format!("{id},\"Tea, or coffee?\",completed,")));
+    let messages = detail["messages"].as_array().unwrap().len();
+    let (_, _, table) = fetch(format!("/api/debates/{id}/export/csv?table=messages")).await;
+    assert!(table.starts_with("index,round,phase,agent,"), "{table}");
+    let rows = table
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()));
+    assert_eq!(rows.count(), messages, "one row a message: {table}");
+    let (_, _, votes) = fetch(format!("/api/debates/{id}/export/csv?table=votes")).await;
+    for agent in DEMO {
+        assert!(votes.contains(&format!("\n{agent},")), "{agent} in {votes}");
+    }
+    let (status, kind, report) = fetch(format!("/api/debates/{id}/export/md")).await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (200, "text/markdown; charset=utf-8")
+    );
+    assert!(report.starts_with("# Tea, or coffee?\n"), "{report}");
+    let summary_text = detail["final_answer"].as_str().unwrap();
+    assert!(
+        report.contains("## Consensus") && report.contains("## Votes"),
+        "{report}"
+    );
+    assert!(report.contains(summary_text.trim()), "{report}");
+    for bad in ["pdf", "csv?table=critiques"] {
+        let (status, _, _) = fetch(format!("/api/debates/{id}/export/{bad}")).await;
+        assert_eq!(status, 400, "{bad}");
+    }
+    let (status, _, _) = fetch("/api/debates/no-such-debate/export/json".to_owned()).await;
+    assert_eq!(status, 404);
+    app.stop.cancel();
+}
