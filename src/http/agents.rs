@@ -145,6 +145,8 @@ pub struct Rankings {
     pub agents: Vec<Ranked>,
     /// The same list as `agents` (the name some clients read).
     pub rankings: Vec<Ranked>,
+    /// The same list again, where paginating clients read a page.
+    pub items: Vec<Ranked>,
     /// Every ranked agent that passes `min_debates`, over all pages.
     pub total: usize,
     pub limit: u32,
@@ -180,6 +182,7 @@ async fn ranked(app: &App, query: RankingQuery) -> Result<Rankings, ApiError> {
         .collect();
     Ok(Rankings {
         rankings: agents.clone(),
+        items: agents.clone(),
         agents,
         total,
         limit,

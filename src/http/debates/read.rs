@@ -180,6 +180,8 @@ pub struct PageQuery {
 pub struct MessagePage {
     pub debate_id: String,
     pub messages: Vec<MessageView>,
+    /// The same page as `messages` (where paginating clients read it).
+    pub items: Vec<MessageView>,
     pub total: usize,
     pub count: usize,
     pub limit: u32,
@@ -212,6 +214,7 @@ pub async fn list_messages(
         debate_id: debate.id,
         total: debate.messages.len(),
         count: messages.len(),
+        items: messages.clone(),
         messages,
         limit,
         offset,

@@ -44,7 +44,8 @@ async fn leaderboard_ranks_demo_agents_after_two_debates() {
         (wins, losses) = (wins + games[0], losses + games[1]);
     }
     assert_eq!(wins, losses, "{board}");
-    assert_eq!(board["rankings"], board["agents"], "one list, two names");
+    assert_eq!(board["rankings"], board["agents"], "one list, three names");
+    assert_eq!(board["items"], board["agents"], "one list, three names");
     for path in [
         "/api/leaderboard/rankings",
         "/api/v1/leaderboard",

@@ -112,6 +112,7 @@ async fn a_completed_debate_reads_as_the_sdk_models_expect() {
     assert_eq!(status, 200, "{page}");
     let messages = page["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 15, "2 rounds of 3 agents: {page}");
+    assert_eq!(page["items"], page["messages"], "the page under items too");
     assert_eq!(Value::from(grouped(messages)), detail["rounds"]);
     let numbers: Vec<&Value> = rounds.iter().map(|r| &r["round_number"]).collect();
     assert_eq!(numbers, [&json!(1), &json!(2)]);
