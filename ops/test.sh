@@ -3,9 +3,9 @@
 # installs PostgreSQL, nats-server and redis-server when missing (and the
 # Python tools schemathesis and openapi-spec-validator), starts throwaway
 # PostgreSQL and NATS on free loopback ports with their data in a temp dir,
-# runs fmt, clippy, the whole test suite against both back ends and
-# schemathesis against the served OpenAPI document, and always stops what it
-# started.
+# runs fmt, clippy, the whole test suite against both back ends, the
+# upstream Python SDK's suite (tests/sdk) and schemathesis against the served
+# OpenAPI document, and always stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -93,6 +93,14 @@ TESTS_OK=1
 # does not hide the others.
 cargo test --workspace --no-fail-fast 2>&1 | tee "$WORK/test.log" || TESTS_OK=0
 
+log "the upstream Python SDK (aragora-sdk 2.11.0, unchanged) against the binary, both back ends"
+SDK_OK=1
+python3 -m venv "$WORK/sdk" && "$WORK/sdk/bin/pip" install -q --disable-pip-version-check 'aragora-sdk==2.11.0' >/dev/null || SDK_OK=0
+if [ "$SDK_OK" = 1 ]; then
+  AGON_BINARY="$ROOT/target/debug/agon" "$WORK/sdk/bin/python" -W ignore -m unittest discover -s tests/sdk -v 2>&1 | tail -n 40 || SDK_OK=0
+fi
+[ "$SDK_OK" = 1 ] || log "the SDK suite failed (see above)"
+
 log "schemathesis against the served OpenAPI document"
 API_PORT=$(free_port)
 mkdir -p "$WORK/st"
@@ -134,4 +142,4 @@ done
 SUMMARY_OK=1
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "%d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }' "$WORK/test.log" || SUMMARY_OK=0
-[ "$TESTS_OK" = 1 ] && [ "$FUZZ_OK" = 1 ] && [ "$SUMMARY_OK" = 1 ]
+[ "$TESTS_OK" = 1 ] && [ "$SDK_OK" = 1 ] && [ "$FUZZ_OK" = 1 ] && [ "$SUMMARY_OK" = 1 ]
