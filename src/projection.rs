@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use agon_projections::{
-    Accounts, AdminStats, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
+    Accounts, AdminStats, ApiKeys, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
     Organizations, Projection, Sessions,
 };
 use async_trait::async_trait;
@@ -25,10 +25,11 @@ use crate::store::db::{PoolRef, rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
 /// Names of every projection the service runs.
-pub const ALL: [&str; 6] = [
+pub const ALL: [&str; 7] = [
     AdminStats::NAME,
     Accounts::NAME,
     Sessions::NAME,
+    ApiKeys::NAME,
     Organizations::NAME,
     Debates::NAME,
     Leaderboard::NAME,
@@ -184,6 +185,7 @@ pub fn runners(log: &EventLog) -> Vec<Arc<dyn Consumer>> {
         Arc::new(ProjectionRunner::<AdminStats>::new(log.clone())),
         Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
         Arc::new(DocumentRunner::<Sessions>::new(log.clone())),
+        Arc::new(DocumentRunner::<ApiKeys>::new(log.clone())),
         Arc::new(DocumentRunner::<Organizations>::new(log.clone())),
         Arc::new(DocumentRunner::<Debates>::new(log.clone())),
         Arc::new(ProjectionRunner::<Leaderboard>::new(log.clone())),
@@ -197,6 +199,7 @@ pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, StoreErr
         AdminStats::NAME => Arc::new(ProjectionRunner::<AdminStats>::new(log.clone())),
         Accounts::NAME => Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
         Sessions::NAME => Arc::new(DocumentRunner::<Sessions>::new(log.clone())),
+        ApiKeys::NAME => Arc::new(DocumentRunner::<ApiKeys>::new(log.clone())),
         Organizations::NAME => Arc::new(DocumentRunner::<Organizations>::new(log.clone())),
         Debates::NAME => Arc::new(DocumentRunner::<Debates>::new(log.clone())),
         Leaderboard::NAME => Arc::new(ProjectionRunner::<Leaderboard>::new(log.clone())),

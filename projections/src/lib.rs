@@ -12,7 +12,7 @@ pub mod debates;
 pub mod leaderboard;
 pub mod record;
 
-pub use accounts::{Accounts, Organizations, Sessions};
+pub use accounts::{Accounts, ApiKeys, Organizations, Sessions};
 pub use admin_stats::AdminStats;
 pub use debates::Debates;
 pub use leaderboard::Leaderboard;

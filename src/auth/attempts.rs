@@ -181,11 +181,6 @@ impl Auth {
         if let Err(e) = self.await_revocations(&events).await {
             return e;
         }
-        if matches!(caller.credential, Credential::ApiKey { .. })
-            && let Err(e) = self.await_key_gone(&caller.user_id).await
-        {
-            return e;
-        }
         AuthError::CredentialEnded
     }
 }

@@ -8,7 +8,7 @@ use agon_projections::{Accounts, Sessions};
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 
-use super::activity::TOUCH_EVERY_SECONDS;
+use super::activity::recent;
 use super::caller::STATIC_TOKEN_USER;
 use super::{Auth, AuthError, Caller, Credential};
 use crate::crypto::jwt::TokenType;
@@ -60,16 +60,17 @@ impl Auth {
 
     async fn api_key(&self, token: &str) -> Result<Caller, AuthError> {
         let parts = parse_api_key(token).ok_or(AuthError::InvalidToken)?;
-        let account = self
-            .docs()
-            .by_lookup::<Accounts>(&parts.key_id)
+        let key = self
+            .live_key(&parts.key_id, &sha256_hex(&parts.secret))
             .await?
             .ok_or(AuthError::InvalidToken)?;
-        let key = account.api_key.as_ref().ok_or(AuthError::InvalidToken)?;
-        let presented = sha256_hex(&parts.secret);
-        if account.disabled || !constant_time_eq(presented.as_bytes(), key.key_hash.as_bytes()) {
-            return Err(AuthError::InvalidToken);
-        }
+        let account = self
+            .docs()
+            .get::<Accounts>(&key.user_id)
+            .await?
+            .filter(|account| !account.disabled)
+            .ok_or(AuthError::InvalidToken)?;
+        self.key_used(&key.key_id).await?;
         Ok(Caller {
             credential: Credential::ApiKey {
                 key_id: parts.key_id,
@@ -131,7 +132,7 @@ impl Auth {
         }
         // Most requests come well within a minute of the last recorded use:
         // no write for them.
-        if last.is_some_and(|last| now.saturating_sub(last) < TOUCH_EVERY_SECONDS) {
+        if recent(last, now) {
             return Ok(());
         }
         self.touch(session_id, now).await

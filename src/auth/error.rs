@@ -85,6 +85,16 @@ impl From<AccountError> for AuthError {
                 resource_id: String::new(),
             },
             A::VerificationExpired => AuthError::Conflict(capitalized(&e.to_string())),
+            A::ApiKeyNotFound => AuthError::NotFound {
+                resource_type: "API key",
+                resource_id: String::new(),
+            },
+            A::InvalidApiKeyName => AuthError::Invalid(capitalized(&e.to_string())),
+            // The cap, like a taken name, is a clash with the keys the
+            // caller holds: revoking one resolves it.
+            A::TooManyApiKeys { .. } | A::ApiKeyNameTaken => {
+                AuthError::Conflict(capitalized(&e.to_string()))
+            }
             A::AlreadyRegistered
             | A::MfaNotEnabled
             | A::MfaAlreadyEnabled

@@ -9,6 +9,7 @@
 
 pub mod activity;
 pub mod admin;
+pub mod api_keys;
 mod attempts;
 pub mod authenticate;
 pub mod caller;
@@ -28,8 +29,8 @@ use std::time::Duration;
 use agon_aggregates::CommandMeta;
 use agon_aggregates::account::{Account, AccountCommand, AccountEvent};
 use agon_aggregates::email_claim::{EmailClaim, normalize_email};
-use agon_projections::Sessions;
 use agon_projections::accounts::AccountView;
+use agon_projections::{ApiKeys, Sessions};
 use ipnet::IpNet;
 
 pub use caller::{AccountHolder, Caller, Credential};
@@ -195,16 +196,25 @@ impl Auth {
         Ok((done.state, done.events))
     }
 
-    /// Waits until every session `events` revoked shows as revoked.
+    /// Waits until every session and API key `events` revoked shows as
+    /// revoked. Each read model applies events in order, so the last
+    /// revocation of each kind showing means all of them do.
     pub async fn await_revocations(&self, events: &[AccountEvent]) -> Result<(), AuthError> {
-        let last = events.iter().rev().find_map(|event| match event {
+        let docs = &self.inner.docs;
+        let last_session = events.iter().rev().find_map(|event| match event {
             AccountEvent::SessionRevoked { session_id, .. } => Some(session_id.as_str()),
             _ => None,
         });
-        if let Some(session_id) = last {
-            self.inner
-                .docs
-                .wait_for::<Sessions>(session_id, READ_MODEL_WAIT, |s| s.revoked_at.is_some())
+        if let Some(session_id) = last_session {
+            docs.wait_for::<Sessions>(session_id, READ_MODEL_WAIT, |s| s.revoked_at.is_some())
+                .await?;
+        }
+        let last_key = events.iter().rev().find_map(|event| match event {
+            AccountEvent::ApiKeyRevoked { key_id, .. } => Some(key_id.as_str()),
+            _ => None,
+        });
+        if let Some(key_id) = last_key {
+            docs.wait_for::<ApiKeys>(key_id, READ_MODEL_WAIT, |key| !key.is_live())
                 .await?;
         }
         Ok(())

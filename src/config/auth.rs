@@ -25,6 +25,9 @@ pub struct AuthSettings {
     pub refresh_ttl: Duration,
     /// `SERVICE_MAX_SESSIONS_PER_USER`: open sessions per user. Default 10.
     pub max_sessions: usize,
+    /// `SERVICE_MAX_API_KEYS_PER_USER`: live API keys per user, the singular
+    /// route's `default` key included. Default 25, 1 to 1000.
+    pub max_api_keys: usize,
     /// `SERVICE_SESSION_INACTIVITY_TIMEOUT`: seconds without use before a
     /// session ends. Default 86400.
     pub inactivity_timeout: Duration,
@@ -102,6 +105,7 @@ impl AuthSettings {
             access_ttl: Duration::from_secs(u64::from(access_hours) * 3_600),
             refresh_ttl: Duration::from_secs(u64::from(refresh_days) * 86_400),
             max_sessions: vars.within_u32("SERVICE_MAX_SESSIONS_PER_USER", 1, 10_000, 10)? as usize,
+            max_api_keys: vars.within_u32("SERVICE_MAX_API_KEYS_PER_USER", 1, 1_000, 25)? as usize,
             inactivity_timeout: Duration::from_secs(
                 vars.within_u32("SERVICE_SESSION_INACTIVITY_TIMEOUT", 1, 31_536_000, 86_400)?
                     .into(),

@@ -330,6 +330,7 @@ mod tests {
         assert_eq!(s.auth.access_ttl, Duration::from_secs(3_600));
         assert_eq!(s.auth.refresh_ttl, Duration::from_secs(7 * 86_400));
         assert_eq!(s.auth.max_sessions, 10);
+        assert_eq!(s.auth.max_api_keys, 25);
         assert_eq!(s.auth.inactivity_timeout, Duration::from_secs(86_400));
         assert_eq!(s.auth.jwt_algorithm.as_str(), "HS256");
         let s = settings(&[("SERVICE_REFRESH_TOKEN_EXPIRY_DAYS", "30")]).unwrap();
@@ -340,6 +341,16 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(s.auth.refresh_ttl, Duration::from_secs(2 * 86_400));
+    }
+
+    #[test]
+    fn the_api_key_cap_is_range_checked() {
+        let s = settings(&[("SERVICE_MAX_API_KEYS_PER_USER", "3")]).unwrap();
+        assert_eq!(s.auth.max_api_keys, 3);
+        for bad in ["0", "1001", "many"] {
+            let e = settings(&[("SERVICE_MAX_API_KEYS_PER_USER", bad)]).unwrap_err();
+            assert_eq!(e.variable, "SERVICE_MAX_API_KEYS_PER_USER", "{bad}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod accounts;
 mod auth;
 mod authz;
 mod cli;

@@ -217,7 +217,7 @@ impl Decide for Account {
             C::RevokeAll { at, .. } => {
                 self.ensure_exists()?;
                 let mut events = self.revocations(None, RevokeReason::AdminRevokeAll, at);
-                events.extend(self.key_revocation(KeyRevokeReason::AdminRevokeAll, at));
+                events.extend(self.key_revocations(KeyRevokeReason::AdminRevokeAll, at));
                 events
             }
             C::Unlock { by, at } => {
@@ -291,27 +291,25 @@ impl Decide for Account {
             C::CreateApiKey {
                 key_id,
                 key_hash,
+                max_keys,
                 at,
-            } => {
-                self.ensure_active()?;
-                let mut events: Vec<_> = self
-                    .key_revocation(KeyRevokeReason::Replaced, at)
-                    .into_iter()
-                    .collect();
-                events.push(E::ApiKeyCreated {
-                    key_id,
-                    key_hash,
-                    at,
-                });
-                events
-            }
+            } => self.decide_create_default_key(key_id, key_hash, max_keys, at)?,
+            C::CreateNamedApiKey {
+                key_id,
+                name,
+                key_hash,
+                max_keys,
+                at,
+            } => self.decide_create_named_key(key_id, &name, key_hash, max_keys, at)?,
             C::RevokeApiKey { at } => {
-                self.ensure_exists()?;
-                vec![
-                    self.key_revocation(KeyRevokeReason::Revoked, at)
-                        .ok_or(AccountError::NoApiKey)?,
-                ]
+                let key_id = self
+                    .default_key()
+                    .ok_or(AccountError::NoApiKey)?
+                    .key_id
+                    .clone();
+                self.decide_revoke_key(&key_id, at)?
             }
+            C::RevokeApiKeyById { key_id, at } => self.decide_revoke_key(&key_id, at)?,
             C::Disable { by, at } => {
                 self.ensure_exists()?;
                 if self.disabled {
@@ -319,7 +317,7 @@ impl Decide for Account {
                 }
                 let mut events = vec![E::UserDisabled { by, at }];
                 events.extend(self.revocations(None, RevokeReason::Disabled, at));
-                events.extend(self.key_revocation(KeyRevokeReason::Disabled, at));
+                events.extend(self.key_revocations(KeyRevokeReason::Disabled, at));
                 events
             }
             C::Enable { by, at } => {

@@ -1,6 +1,9 @@
 //! How each event changes an account's state.
 
+use chrono::{DateTime, Utc};
+
 use super::events::{AccountEvent, SecondFactor};
+use super::keys::DEFAULT_KEY_NAME;
 use super::state::{
     API_KEY_CREDENTIAL_PREFIX, Account, ApiKeyState, MfaState, PendingVerification, SessionState,
 };
@@ -115,10 +118,18 @@ impl Account {
                 };
             }
             E::ApiKeyCreated {
-                key_id, key_hash, ..
-            } => self.api_key = Some(ApiKeyState { key_id, key_hash }),
+                key_id,
+                key_hash,
+                at,
+            } => self.add_key(key_id, key_hash, DEFAULT_KEY_NAME.to_owned(), at),
+            E::NamedApiKeyCreated {
+                key_id,
+                name,
+                key_hash,
+                at,
+            } => self.add_key(key_id, key_hash, name, at),
             E::ApiKeyRevoked { key_id, .. } => {
-                self.api_key = None;
+                self.api_keys.remove(&key_id);
                 self.forget_credential(&format!("{API_KEY_CREDENTIAL_PREFIX}{key_id}"));
             }
             E::UserDisabled { .. } => self.disabled = true,
@@ -151,6 +162,16 @@ impl Account {
                 self.org_role = Some(org_role);
             }
         }
+    }
+
+    fn add_key(&mut self, key_id: String, key_hash: String, name: String, at: DateTime<Utc>) {
+        let key = ApiKeyState {
+            key_id: key_id.clone(),
+            key_hash,
+            name,
+            created_at: at,
+        };
+        self.api_keys.insert(key_id, key);
     }
 
     /// A second factor works once: the TOTP step moves on, the backup code goes.

@@ -107,7 +107,7 @@ impl Account {
         Ok(events)
     }
 
-    /// The event ending `credential` (a session or the API key), if it is live.
+    /// The event ending `credential` (a session or an API key), if it is live.
     fn credential_end(&self, credential: &str, at: DateTime<Utc>) -> Option<AccountEvent> {
         if self.sessions.contains_key(credential) {
             return Some(AccountEvent::SessionRevoked {
@@ -117,10 +117,7 @@ impl Account {
             });
         }
         let key_id = credential.strip_prefix(API_KEY_CREDENTIAL_PREFIX)?;
-        self.api_key
-            .as_ref()
-            .filter(|key| key.key_id == key_id)
-            .and_then(|_| self.key_revocation(KeyRevokeReason::ReauthFailed, at))
+        self.key_revocation(key_id, KeyRevokeReason::ReauthFailed, at)
     }
 
     pub(super) fn apply_attempt_started(

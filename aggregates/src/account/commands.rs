@@ -117,12 +117,31 @@ pub enum AccountCommand {
         by: String,
         at: DateTime<Utc>,
     },
+    /// The singular route's key: the key named `default`, replacing the
+    /// previous one of that name. Refused when it would make more than
+    /// `max_keys` live keys.
     CreateApiKey {
         key_id: String,
         key_hash: String,
+        max_keys: usize,
         at: DateTime<Utc>,
     },
+    /// A key under a name no live key of the account has, up to `max_keys`.
+    CreateNamedApiKey {
+        key_id: String,
+        /// As the caller sent it; the account trims and checks it.
+        name: String,
+        key_hash: String,
+        max_keys: usize,
+        at: DateTime<Utc>,
+    },
+    /// The singular route: revokes the key named `default`.
     RevokeApiKey {
+        at: DateTime<Utc>,
+    },
+    /// Revokes one of the account's live keys.
+    RevokeApiKeyById {
+        key_id: String,
         at: DateTime<Utc>,
     },
     Disable {

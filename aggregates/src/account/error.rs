@@ -26,8 +26,21 @@ pub enum AccountError {
     InvalidBackupCode,
     #[error("session is not active")]
     SessionNotActive,
+    /// The singular route found no key named `default`.
     #[error("no API key exists")]
     NoApiKey,
+    /// No live key of this account has that id.
+    #[error("API key not found")]
+    ApiKeyNotFound,
+    #[error("an API key with this name already exists")]
+    ApiKeyNameTaken,
+    #[error(
+        "an API key name is 1 to {} characters, without control characters",
+        super::MAX_KEY_NAME_CHARS
+    )]
+    InvalidApiKeyName,
+    #[error("at most {max} API keys per user; revoke one first")]
+    TooManyApiKeys { max: usize },
     #[error("email is already verified")]
     AlreadyVerified,
     #[error("invalid verification token")]

@@ -165,6 +165,7 @@ pub enum AccountEvent {
         by: String,
         at: DateTime<Utc>,
     },
+    /// The key named `default` (the singular route's) was created.
     ApiKeyCreated {
         key_id: String,
         key_hash: String,
@@ -221,6 +222,14 @@ pub enum AccountEvent {
         by: String,
         at: DateTime<Utc>,
     },
+    /// A key was created under a name of the user's choosing, beside the
+    /// account's other keys.
+    NamedApiKeyCreated {
+        key_id: String,
+        name: String,
+        key_hash: String,
+        at: DateTime<Utc>,
+    },
 }
 
 impl AccountEvent {
@@ -251,6 +260,7 @@ impl AccountEvent {
             AccountEvent::ReauthFailed { .. } => "ReauthFailed",
             AccountEvent::MfaTokenSpent { .. } => "MfaTokenSpent",
             AccountEvent::UserEnabled { .. } => "UserEnabled",
+            AccountEvent::NamedApiKeyCreated { .. } => "NamedApiKeyCreated",
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The Account aggregate: registration, verification, sign-in and lockout,
-//! sessions, MFA, API keys, roles and organization membership.
+//! sessions, MFA, API keys by name, roles and organization membership.
 //!
 //! Every change to a user's security state is one of its events, so the
 //! security history of a user is its stream, and replaying it rebuilds the
@@ -11,6 +11,7 @@ mod attempts;
 mod commands;
 mod error;
 mod events;
+mod keys;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -21,6 +22,7 @@ pub use events::{
     AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, RevokeReason, Role,
     SecondFactor,
 };
+pub use keys::{DEFAULT_KEY_NAME, MAX_KEY_NAME_CHARS, key_name};
 pub use state::{
     API_KEY_CREDENTIAL_PREFIX, ATTEMPT_TIMEOUT_SECONDS, Account, ApiKeyState, LOCKOUT_LADDER,
     MfaState, PendingAttempt, PendingVerification, REAUTH_LIMIT, SessionState, lock_seconds,

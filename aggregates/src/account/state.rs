@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::AccountError;
-use super::events::{AccountEvent, KeyRevokeReason, RevokeReason, Role, SecondFactor};
+use super::events::{AccountEvent, RevokeReason, Role, SecondFactor};
 
 /// Failed attempts at which the lock starts, and its length (§8.2).
 pub const LOCKOUT_LADDER: [(u32, i64); 3] = [(15, 3_600), (10, 900), (5, 60)];
@@ -69,10 +69,15 @@ pub struct MfaState {
     pub last_totp_step: u64,
 }
 
+/// One live API key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiKeyState {
     pub key_id: String,
     pub key_hash: String,
+    /// Unique among the account's live keys; the singular routes' key is
+    /// the one named [`super::DEFAULT_KEY_NAME`].
+    pub name: String,
+    pub created_at: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,7 +100,8 @@ pub struct Account {
     pub locked_until: Option<DateTime<Utc>>,
     pub disabled: bool,
     pub mfa: MfaState,
-    pub api_key: Option<ApiKeyState>,
+    /// Live API keys, by key id.
+    pub api_keys: BTreeMap<String, ApiKeyState>,
     pub sessions: BTreeMap<String, SessionState>,
     pub org_id: Option<String>,
     pub org_role: Option<String>,
@@ -192,19 +198,5 @@ impl Account {
                 at,
             })
             .collect()
-    }
-
-    pub(super) fn key_revocation(
-        &self,
-        reason: KeyRevokeReason,
-        at: DateTime<Utc>,
-    ) -> Option<AccountEvent> {
-        self.api_key
-            .as_ref()
-            .map(|key| AccountEvent::ApiKeyRevoked {
-                key_id: key.key_id.clone(),
-                reason,
-                at,
-            })
     }
 }

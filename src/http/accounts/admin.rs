@@ -80,6 +80,7 @@ pub struct AdminUser {
 
 impl From<AccountView> for AdminUser {
     fn from(view: AccountView) -> Self {
+        let has_api_key = view.has_api_key();
         Self {
             user_id: view.user_id,
             email: view.email,
@@ -91,7 +92,7 @@ impl From<AccountView> for AdminUser {
             failed_login_count: view.failed_login_count,
             locked_until: view.locked_until,
             org_id: view.org_id,
-            has_api_key: view.api_key.is_some(),
+            has_api_key,
             created_at: view.created_at,
             last_login_at: view.last_login_at,
         }

@@ -1,8 +1,9 @@
 //! §4.1 accounts and authentication: sign-in and sessions ([`session`]),
-//! MFA ([`mfa`]), sign-up and organizations ([`signup`]), admin controls
+//! API keys ([`api_keys`]), MFA ([`mfa`]), sign-up and organizations ([`signup`]), admin controls
 //! ([`admin`]) and the OAuth 2.0 token endpoint ([`token`]).
 
 mod admin;
+mod api_keys;
 mod mfa;
 mod session;
 mod signup;
@@ -28,6 +29,7 @@ use crate::auth::device;
 pub fn routes() -> Routes {
     Routes::new()
         .merge(session::routes())
+        .merge(api_keys::routes())
         .merge(mfa::routes())
         .merge(signup::routes())
         .merge(admin::routes())
@@ -69,6 +71,7 @@ pub struct UserProfile {
     pub mfa_enabled: bool,
     pub org_id: Option<String>,
     pub org_role: Option<String>,
+    /// Whether the user holds any live API key (the `default` one or a named one).
     pub has_api_key: bool,
     pub created_at: DateTime<Utc>,
     pub last_login_at: Option<DateTime<Utc>>,
@@ -76,6 +79,7 @@ pub struct UserProfile {
 
 impl From<AccountView> for UserProfile {
     fn from(view: AccountView) -> Self {
+        let has_api_key = view.has_api_key();
         Self {
             id: view.user_id.clone(),
             user_id: view.user_id,
@@ -86,7 +90,7 @@ impl From<AccountView> for UserProfile {
             mfa_enabled: view.mfa_enabled,
             org_id: view.org_id,
             org_role: view.org_role,
-            has_api_key: view.api_key.is_some(),
+            has_api_key,
             created_at: view.created_at,
             last_login_at: view.last_login_at,
         }
@@ -122,7 +126,7 @@ impl UserProfile {
             mfa_enabled: account.mfa.enabled,
             org_id: account.org_id.clone(),
             org_role: account.org_role.clone(),
-            has_api_key: account.api_key.is_some(),
+            has_api_key: !account.api_keys.is_empty(),
             created_at: account.created_at.unwrap_or_default(),
             last_login_at: account.last_login_at,
         }

@@ -1,5 +1,5 @@
-//! Register, sign in, refresh, sign out, the caller's profile, sessions,
-//! password and API key.
+//! Register, sign in, refresh, sign out, the caller's profile, sessions
+//! and password.
 
 use agon_aggregates::account::RevokeReason;
 use axum::Json;
@@ -12,7 +12,6 @@ use utoipa_axum::routes;
 
 use super::{ClientDevice, Done, UserProfile};
 use crate::app::App;
-use crate::auth::admin::NewApiKey;
 use crate::auth::login::{LoginOutcome, NewAccount};
 use crate::auth::tokens::TokenPair;
 use crate::auth::{AccountHolder, Caller};
@@ -41,7 +40,6 @@ pub fn routes() -> Routes {
         .add(routes!(list_sessions, end_other_sessions), RouteSpec::new())
         .add(routes!(end_session), RouteSpec::new())
         .add(routes!(change_password), RouteSpec::new())
-        .add(routes!(create_api_key, revoke_api_key), RouteSpec::new())
 }
 
 /// The body of register and sign-up.
@@ -352,28 +350,4 @@ async fn change_password(
         success: true,
         revoked,
     }))
-}
-
-/// Creates an API key for the caller (replacing any earlier one). The key
-/// is shown once; it works as a bearer credential.
-#[utoipa::path(post, path = "/api/auth/api-key", tag = "auth",
-    responses((status = 201, body = NewApiKey),
-        (status = 403, description = "Account disabled")))]
-async fn create_api_key(
-    State(app): State<App>,
-    AccountHolder(caller): AccountHolder,
-) -> Result<(StatusCode, Json<NewApiKey>), ApiError> {
-    let key = app.auth.create_api_key(&caller.user_id).await?;
-    Ok((StatusCode::CREATED, Json(key)))
-}
-
-/// Revokes the caller's API key.
-#[utoipa::path(delete, path = "/api/auth/api-key", tag = "auth",
-    responses((status = 200, body = Done), (status = 409, description = "No API key exists")))]
-async fn revoke_api_key(
-    State(app): State<App>,
-    AccountHolder(caller): AccountHolder,
-) -> Result<Json<Done>, ApiError> {
-    app.auth.revoke_api_key(&caller.user_id).await?;
-    Ok(Json(Done::new("API key revoked")))
 }

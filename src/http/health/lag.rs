@@ -4,7 +4,7 @@
 //! they ignore at most once a second (and not at all after the last batch).
 
 use agon_projections::{
-    Accounts, AdminStats, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
+    Accounts, AdminStats, ApiKeys, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
     Organizations, Projection, Sessions,
 };
 
@@ -56,6 +56,7 @@ fn applies(name: &str, event: &EventRecord) -> bool {
         Leaderboard::NAME => Leaderboard::relevant(event),
         Accounts::NAME => Accounts::key(event).is_some(),
         Sessions::NAME => Sessions::key(event).is_some(),
+        ApiKeys::NAME => ApiKeys::key(event).is_some(),
         Organizations::NAME => Organizations::key(event).is_some(),
         Debates::NAME => Debates::key(event).is_some(),
         // An unknown name: only the head can tell.

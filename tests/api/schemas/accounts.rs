@@ -57,6 +57,7 @@ fn account_variant(event: &AccountEvent) -> &'static str {
         E::ReauthFailed { .. } => "ReauthFailed",
         E::MfaTokenSpent { .. } => "MfaTokenSpent",
         E::UserEnabled { .. } => "UserEnabled",
+        E::NamedApiKeyCreated { .. } => "NamedApiKeyCreated",
     }
 }
 
@@ -273,6 +274,13 @@ fn account_samples() -> Vec<AccountEvent> {
     events.push(E::ApiKeyCreated {
         key_id: key.key_id.clone(),
         key_hash: sha256_hex(&key.secret),
+        at: at(14),
+    });
+    let (_, named) = new_api_key();
+    events.push(E::NamedApiKeyCreated {
+        key_id: named.key_id.clone(),
+        name: "CI runner (eu-west)".to_owned(),
+        key_hash: sha256_hex(&named.secret),
         at: at(14),
     });
     for reason in every_key_revoke_reason() {

@@ -1,4 +1,4 @@
-//! MFA, backup codes, API keys, email verification, disabling.
+//! MFA, backup codes, email verification, disabling.
 
 use super::*;
 
@@ -130,48 +130,12 @@ async fn disabling_ends_sessions_and_the_api_key_and_refuses_sign_in() {
     all.extend(events);
     let account = replay(all.clone());
     assert!(account.sessions.is_empty());
-    assert_eq!(account.api_key, None);
+    assert!(account.api_keys.is_empty());
     Given::with(())
         .given(all)
         .when_async(login("s9", 4, None))
         .await
         .then_expect_error(AccountError::Disabled);
-}
-
-#[tokio::test]
-async fn a_new_api_key_replaces_the_old_one() {
-    Given::with(())
-        .given(vec![
-            registered(),
-            AccountEvent::ApiKeyCreated {
-                key_id: "k1".to_owned(),
-                key_hash: "h1".to_owned(),
-                at: t(1),
-            },
-        ])
-        .when_async(AccountCommand::CreateApiKey {
-            key_id: "k2".to_owned(),
-            key_hash: "h2".to_owned(),
-            at: t(2),
-        })
-        .await
-        .then_expect_events(vec![
-            AccountEvent::ApiKeyRevoked {
-                key_id: "k1".to_owned(),
-                reason: KeyRevokeReason::Replaced,
-                at: t(2),
-            },
-            AccountEvent::ApiKeyCreated {
-                key_id: "k2".to_owned(),
-                key_hash: "h2".to_owned(),
-                at: t(2),
-            },
-        ]);
-    Given::with(())
-        .given(vec![registered()])
-        .when_async(AccountCommand::RevokeApiKey { at: t(1) })
-        .await
-        .then_expect_error(AccountError::NoApiKey);
 }
 
 #[tokio::test]

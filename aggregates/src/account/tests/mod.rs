@@ -1,6 +1,6 @@
 //! Given/when/then tests of the Account aggregate: shared givens here,
-//! sign-in and sessions in [`sign_in`], second factors, keys and
-//! verification in [`factors`], reserved checks in [`attempts`].
+//! sign-in and sessions in [`sign_in`], second factors and verification in
+//! [`factors`], API keys in [`keys`], reserved checks in [`attempts`].
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use cqrs_es::test::TestFramework;
@@ -10,6 +10,7 @@ use super::*;
 
 mod attempts;
 mod factors;
+mod keys;
 mod sign_in;
 
 pub(super) type Given = TestFramework<Account>;

@@ -1,8 +1,16 @@
-//! Account and session documents: what `me`, the session list, admin
-//! lockout status and API-key sign-in read.
+//! Account and session documents: what `me`, the session list and admin
+//! lockout status read; API keys ([`api_keys`]) and organizations
+//! ([`organizations`]) are documents of their own.
 
-use agon_aggregates::account::{AccountEvent, Device, RevokeReason, Role};
-use agon_aggregates::organization::OrganizationEvent;
+mod api_keys;
+mod organizations;
+
+pub use api_keys::{ApiKeyDoc, ApiKeys, LIVE, REVOKED};
+pub use organizations::{OrganizationView, Organizations};
+
+use std::collections::BTreeSet;
+
+use agon_aggregates::account::{AccountEvent, DEFAULT_KEY_NAME, Device, RevokeReason, Role};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +28,8 @@ fn account_event(event: &EventRecord) -> Option<AccountEvent> {
     serde_json::from_value(event.payload.clone()).ok()
 }
 
-/// An account's API key as stored: its id and the hash of its secret.
+/// An account's `default` key (the singular routes'): its id and the hash
+/// of its secret.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiKeyView {
     pub key_id: String,
@@ -42,12 +51,24 @@ pub struct AccountView {
     pub disabled: bool,
     pub failed_login_count: u32,
     pub locked_until: Option<DateTime<Utc>>,
+    /// The live key named `default`.
     pub api_key: Option<ApiKeyView>,
+    /// Ids of the other live keys. Absent from documents written before
+    /// keys had names, which is right: there were no other keys then.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub other_api_keys: BTreeSet<String>,
     pub created_at: DateTime<Utc>,
     pub last_login_at: Option<DateTime<Utc>>,
 }
 
-/// Projection of accounts, one document per user, found by API key id too.
+impl AccountView {
+    /// Whether the user holds any live API key.
+    pub fn has_api_key(&self) -> bool {
+        self.api_key.is_some() || !self.other_api_keys.is_empty()
+    }
+}
+
+/// Projection of accounts, one document per user.
 pub struct Accounts;
 
 impl DocumentProjection for Accounts {
@@ -86,6 +107,7 @@ impl DocumentProjection for Accounts {
                 failed_login_count: 0,
                 locked_until: None,
                 api_key: None,
+                other_api_keys: BTreeSet::new(),
                 created_at: at,
                 last_login_at: None,
             });
@@ -123,7 +145,32 @@ impl DocumentProjection for Accounts {
                     created_at: at,
                 });
             }
-            E::ApiKeyRevoked { .. } => view.api_key = None,
+            E::NamedApiKeyCreated {
+                key_id,
+                name,
+                key_hash,
+                at,
+            } => {
+                if name == DEFAULT_KEY_NAME {
+                    view.api_key = Some(ApiKeyView {
+                        key_id,
+                        key_hash,
+                        created_at: at,
+                    });
+                } else {
+                    view.other_api_keys.insert(key_id);
+                }
+            }
+            E::ApiKeyRevoked { key_id, .. } => {
+                if view
+                    .api_key
+                    .as_ref()
+                    .is_some_and(|key| key.key_id == key_id)
+                {
+                    view.api_key = None;
+                }
+                view.other_api_keys.remove(&key_id);
+            }
             E::UserDisabled { .. } => view.disabled = true,
             E::UserEnabled { .. } => view.disabled = false,
             E::RoleChanged { role, .. } => view.role = role,
@@ -150,10 +197,6 @@ impl DocumentProjection for Accounts {
 
     fn owner(doc: &AccountView) -> Option<String> {
         Some(doc.user_id.clone())
-    }
-
-    fn lookup(doc: &AccountView) -> Option<String> {
-        doc.api_key.as_ref().map(|key| key.key_id.clone())
     }
 }
 
@@ -235,60 +278,6 @@ impl DocumentProjection for Sessions {
     }
 }
 
-/// An organization's name, for invitations and `me`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OrganizationView {
-    pub org_id: String,
-    pub name: String,
-    pub owner_id: String,
-    pub members: u64,
-    pub created_at: DateTime<Utc>,
-}
-
-/// Projection of organizations, one document per organization.
-pub struct Organizations;
-
-impl DocumentProjection for Organizations {
-    const NAME: &'static str = "organizations";
-    type Doc = OrganizationView;
-
-    fn key(event: &EventRecord) -> Option<String> {
-        (event.aggregate_type == ORGANIZATION_AGGREGATE).then(|| event.aggregate_id.clone())
-    }
-
-    fn apply(doc: Option<OrganizationView>, event: &EventRecord) -> Option<OrganizationView> {
-        let Ok(change) = serde_json::from_value::<OrganizationEvent>(event.payload.clone()) else {
-            return doc;
-        };
-        match (change, doc) {
-            (
-                OrganizationEvent::OrganizationCreated {
-                    org_id,
-                    name,
-                    owner_id,
-                    at,
-                },
-                _,
-            ) => Some(OrganizationView {
-                org_id,
-                name,
-                owner_id,
-                members: 1,
-                created_at: at,
-            }),
-            (OrganizationEvent::InviteAccepted { .. }, Some(mut view)) => {
-                view.members += 1;
-                Some(view)
-            }
-            (_, doc) => doc,
-        }
-    }
-
-    fn owner(doc: &OrganizationView) -> Option<String> {
-        Some(doc.owner_id.clone())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,13 +285,18 @@ mod tests {
     use chrono::TimeZone;
     use serde_json::{Value, json};
 
-    fn at() -> DateTime<Utc> {
+    pub(super) fn at() -> DateTime<Utc> {
         Utc.timestamp_opt(1_800_000_000, 0)
             .single()
             .unwrap_or_default()
     }
 
-    fn record(aggregate_type: &str, id: &str, sequence: i64, payload: Value) -> EventRecord {
+    pub(super) fn record(
+        aggregate_type: &str,
+        id: &str,
+        sequence: i64,
+        payload: Value,
+    ) -> EventRecord {
         EventRecord {
             cursor: Cursor::START,
             event_id: format!("{id}-{sequence}"),
@@ -317,7 +311,7 @@ mod tests {
         }
     }
 
-    fn account(id: &str, sequence: i64, event: AccountEvent) -> EventRecord {
+    pub(super) fn account(id: &str, sequence: i64, event: AccountEvent) -> EventRecord {
         record(
             ACCOUNT_AGGREGATE,
             id,
@@ -338,7 +332,7 @@ mod tests {
         }
     }
 
-    fn fold<P: DocumentProjection>(events: &[EventRecord]) -> Option<P::Doc> {
+    pub(super) fn fold<P: DocumentProjection>(events: &[EventRecord]) -> Option<P::Doc> {
         events.iter().fold(None, |doc, e| P::apply(doc, e))
     }
 
@@ -369,12 +363,34 @@ mod tests {
         let view = fold::<Accounts>(&events).unwrap_or_else(|| panic!("no document"));
         assert_eq!(view.failed_login_count, 5);
         assert_eq!(view.locked_until, Some(at()));
-        assert_eq!(Accounts::lookup(&view).as_deref(), Some("k1"));
+        assert_eq!(view.api_key.as_ref().map(|k| k.key_id.as_str()), Some("k1"));
+        assert!(view.has_api_key());
+        let named = AccountEvent::NamedApiKeyCreated {
+            key_id: "k2".to_owned(),
+            name: "ci".to_owned(),
+            key_hash: "kh2".to_owned(),
+            at: at(),
+        };
+        let revoke = |key_id: &str| AccountEvent::ApiKeyRevoked {
+            key_id: key_id.to_owned(),
+            reason: agon_aggregates::account::KeyRevokeReason::Revoked,
+            at: at(),
+        };
+        let keys = [account("u1", 4, named), account("u1", 5, revoke("k1"))];
+        let view = keys
+            .iter()
+            .try_fold(view, |doc, e| Accounts::apply(Some(doc), e))
+            .unwrap_or_else(|| panic!("document lost"));
+        assert_eq!(view.api_key, None);
+        assert!(view.has_api_key(), "the named key is left");
+        let view = Accounts::apply(Some(view), &account("u1", 6, revoke("k2")))
+            .unwrap_or_else(|| panic!("document lost"));
+        assert!(!view.has_api_key());
         let disabled = Accounts::apply(
             Some(view),
             &account(
                 "u1",
-                4,
+                7,
                 AccountEvent::UserDisabled {
                     by: "admin".to_owned(),
                     at: at(),
@@ -412,36 +428,5 @@ mod tests {
         assert_eq!(view.user_id, "u1");
         assert_eq!(view.revoked_reason, Some(RevokeReason::Logout));
         assert_eq!(Sessions::key(&account("u1", 1, registered())), None);
-    }
-
-    #[test]
-    fn an_organization_counts_its_members() {
-        let created = OrganizationEvent::OrganizationCreated {
-            org_id: "o1".to_owned(),
-            name: "Acme".to_owned(),
-            owner_id: "u1".to_owned(),
-            at: at(),
-        };
-        let accepted = OrganizationEvent::InviteAccepted {
-            invite_id: "i1".to_owned(),
-            user_id: "u2".to_owned(),
-            role: agon_aggregates::organization::OrgRole::Member,
-            at: at(),
-        };
-        let events: Vec<_> = [created, accepted]
-            .into_iter()
-            .enumerate()
-            .map(|(n, e)| {
-                let sequence = i64::try_from(n).unwrap_or_default() + 1;
-                record(
-                    ORGANIZATION_AGGREGATE,
-                    "o1",
-                    sequence,
-                    serde_json::to_value(e).unwrap_or_default(),
-                )
-            })
-            .collect();
-        let view = fold::<Organizations>(&events).unwrap_or_else(|| panic!("no organization"));
-        assert_eq!((view.name.as_str(), view.members), ("Acme", 2));
     }
 }
