@@ -322,6 +322,7 @@ async fn logout_and_session_limits() {
     )
     .await;
     assert_eq!(list["total"], 10, "{list}");
+    assert_eq!(list["items"], list["sessions"], "the list under items too");
     let current: Vec<_> = list["sessions"]
         .as_array()
         .unwrap()

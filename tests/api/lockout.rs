@@ -238,6 +238,7 @@ async fn directory(kind: Kind) {
     }
     assert_eq!(page["total"], 3, "{page}");
     assert_eq!(page["users"][0]["email"], "eli@example.com", "newest first");
+    assert_eq!(page["items"], page["users"], "the page under items too");
     let (_, found) = users("?search=EXAMPLE.ORG", TEST_TOKEN).await;
     assert_eq!(found["total"], 1, "{found}");
     assert_eq!(found["users"][0]["email"], "dan@example.org");

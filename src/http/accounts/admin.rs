@@ -60,7 +60,7 @@ pub struct UsersQuery {
 }
 
 /// A user as admins see it in the directory.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AdminUser {
     pub user_id: String,
     pub email: String,
@@ -102,6 +102,8 @@ impl From<AccountView> for AdminUser {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UserList {
     pub users: Vec<AdminUser>,
+    /// The same page (where paginating clients read it).
+    pub items: Vec<AdminUser>,
     /// Users matching the search, over all pages.
     pub total: u64,
     pub count: usize,
@@ -134,8 +136,10 @@ async fn list_users(
     let (users, total) = app.auth.list_users(search, limit, offset).await?;
     let count = users.len();
     // v2 adds `links` from total, limit and offset (context.rs).
+    let users: Vec<AdminUser> = users.into_iter().map(AdminUser::from).collect();
     Ok(Json(UserList {
-        users: users.into_iter().map(AdminUser::from).collect(),
+        items: users.clone(),
+        users,
         total,
         count,
         limit,

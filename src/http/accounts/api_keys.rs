@@ -86,6 +86,8 @@ async fn create_named_api_key(
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ApiKeyList {
     pub keys: Vec<ApiKeyInfo>,
+    /// The same list (where paginating clients read it).
+    pub items: Vec<ApiKeyInfo>,
     pub total: usize,
 }
 
@@ -100,6 +102,7 @@ async fn list_api_keys(
     let keys = app.auth.api_keys(&caller.user_id).await?;
     Ok(Json(ApiKeyList {
         total: keys.len(),
+        items: keys.clone(),
         keys,
     }))
 }

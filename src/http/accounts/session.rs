@@ -238,7 +238,7 @@ async fn me(
     Ok(Json(app.auth.view(&caller.user_id).await?.into()))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SessionInfo {
     pub session_id: String,
     pub device_type: String,
@@ -253,6 +253,8 @@ pub struct SessionInfo {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionList {
     pub sessions: Vec<SessionInfo>,
+    /// The same list (where paginating clients read it).
+    pub items: Vec<SessionInfo>,
     pub total: usize,
 }
 
@@ -280,6 +282,7 @@ async fn list_sessions(
         .collect();
     Ok(Json(SessionList {
         total: sessions.len(),
+        items: sessions.clone(),
         sessions,
     }))
 }

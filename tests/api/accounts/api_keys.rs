@@ -76,6 +76,7 @@ async fn list(base: &str, token: &str) -> Vec<Value> {
     .await;
     assert_eq!(status, 200, "{body}");
     let keys = body["keys"].as_array().unwrap().clone();
+    assert_eq!(body["items"], body["keys"], "the list under items too");
     assert_eq!(body["total"], keys.len());
     keys
 }
