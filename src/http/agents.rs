@@ -111,10 +111,10 @@ pub struct RankingQuery {
     pub limit: Option<u32>,
     /// How many of the best to skip (default 0).
     #[param(minimum = 0)]
-    pub offset: Option<u32>,
+    pub offset: Option<i32>,
     /// Only agents with at least this many debates (default 0).
     #[param(minimum = 0)]
-    pub min_debates: Option<u64>,
+    pub min_debates: Option<i64>,
     /// Accepted and ignored (one overall ranking).
     pub view: Option<String>,
     /// Accepted and ignored (one overall ranking).
@@ -155,8 +155,9 @@ pub struct Rankings {
 
 async fn ranked(app: &App, query: RankingQuery) -> Result<Rankings, ApiError> {
     let limit = super::debates::page_limit(query.limit)?;
-    let offset = query.offset.unwrap_or(0);
-    let min_debates = query.min_debates.unwrap_or(0);
+    let offset = super::debates::page_offset(query.offset)?;
+    let min_debates = u64::try_from(query.min_debates.unwrap_or(0))
+        .map_err(|_| ApiError::bad_request("min_debates must not be negative"))?;
     let view = load_view::<Leaderboard>(&app.log).await?;
     let ranked: Vec<_> = view
         .ranked()

@@ -167,13 +167,15 @@ pub struct InviteBody {
     #[schema(format = Email, max_length = 254)]
     pub email: String,
     /// `admin`, `member` or `viewer`.
+    #[schema(pattern = "^(admin|member|viewer)$")]
     pub role: String,
 }
 
 /// Invites someone into the caller's organization (owner or admin only);
 /// the invitation mail works once, for 7 days.
 #[utoipa::path(post, path = "/api/auth/invite", tag = "auth", request_body = InviteBody,
-    responses((status = 201, body = SentInvite), (status = 403, description = "Not an owner or admin of the organization")))]
+    responses((status = 201, body = SentInvite), (status = 403, description = "Not an owner or admin of the organization"),
+        (status = 409, description = "The caller has no organization yet, or the address cannot be invited into it")))]
 async fn invite(
     State(app): State<App>,
     AccountHolder(caller): AccountHolder,

@@ -49,7 +49,7 @@ pub struct OneQuery {
 
 /// Exports one debate the caller may read.
 #[utoipa::path(get, path = "/api/debates/{id}/export/{format}", tag = "debates",
-    params(("id" = String, Path), ("format" = OneFormat, Path), OneQuery),
+    params(("id" = String, Path), ("format" = inline(OneFormat), Path), OneQuery),
     responses((status = 200, description = "The detail as JSON, a CSV table or a Markdown report",
         content(("application/json"), ("text/csv"), ("text/markdown"))),
         (status = 400, description = "Unknown format or table"),

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use super::ratelimit::{Action, Endpoint, PathLimit};
 use super::routes::{RouteSpec, Routes};
 
-pub use read::page_limit;
+pub use read::{page_limit, page_offset};
 pub use schema::fit as fit_create_schema;
 
 pub fn routes() -> Routes {
