@@ -181,10 +181,17 @@ fn mounted_item(mut item: Value, mount: &Mount) -> Value {
 fn operation_suffix(mount: &Mount) -> String {
     match mount.kind {
         MountKind::Legacy if mount.path == mount.canonical => String::new(),
-        MountKind::V1 => "_v1".to_owned(),
+        // The v1 twin of the canonical path; other v1 paths (of `also_at`
+        // paths) are named by their path, like aliases.
+        MountKind::V1
+            if mount.path == mount.canonical
+                || mount.path.replacen("/api/v1/", "/api/", 1) == mount.canonical =>
+        {
+            "_v1".to_owned()
+        }
         MountKind::V2 if mount.path == mount.canonical => String::new(),
         MountKind::V2 => "_v2".to_owned(),
-        MountKind::Legacy | MountKind::Alias => {
+        MountKind::Legacy | MountKind::Alias | MountKind::V1 => {
             let slug: String = mount
                 .path
                 .chars()
