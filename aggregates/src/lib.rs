@@ -9,6 +9,7 @@ pub mod account;
 pub mod debate;
 pub mod email_claim;
 pub mod meta;
+pub mod money;
 pub mod organization;
 
 pub use meta::CommandMeta;
