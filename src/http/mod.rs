@@ -16,7 +16,6 @@ pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod health;
-pub mod limits;
 pub mod metrics;
 pub mod ratelimit;
 pub mod recent_errors;
@@ -80,7 +79,10 @@ pub fn with_platform(app: App, routes: Routes) -> Router {
     router
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn(access::guard))
-        .layer(from_fn_with_state(platform.clone(), limits::limits))
+        .layer(from_fn_with_state(
+            platform.clone(),
+            ratelimit::middleware::limits,
+        ))
         .layer(from_fn_with_state(platform.clone(), access::identify))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

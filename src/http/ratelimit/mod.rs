@@ -6,6 +6,7 @@
 
 mod client_ip;
 mod gcra;
+pub mod middleware;
 mod redis;
 
 use std::collections::BTreeMap;

@@ -10,10 +10,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::Platform;
-use super::error::ApiError;
-use super::ratelimit::{Action, Facts, Principal, Verdict, client_ip};
-use super::routes::Mount;
+use super::{Action, Facts, Principal, Verdict, client_ip};
+use crate::http::Platform;
+use crate::http::error::ApiError;
+use crate::http::routes::Mount;
 
 pub async fn limits(State(platform): State<Platform>, request: Request, next: Next) -> Response {
     let limiter = &platform.app.limiter;
