@@ -27,4 +27,3 @@ pub mod mail;
 pub mod projection;
 pub mod runner;
 pub mod store;
-pub mod verify_cli;

@@ -1,4 +1,5 @@
-//! The `agon` command: `serve`, `verify`, `seal`, `replay`, `keys public`.
+//! The `agon` command: parses arguments and runs the subcommand (each in
+//! `agon::cli`): `serve`, `verify`, `seal`, `replay`, `debate`, `keys public`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -6,11 +7,7 @@ use std::process::ExitCode;
 use agon::app::App;
 use agon::cli;
 use agon::config::Settings;
-use agon::projection;
-use agon::verify_cli;
 use clap::{Parser, Subcommand};
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
 #[command(name = "agon", version, about = "Agon: a multi-agent debate service")]
@@ -154,8 +151,8 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
             api_port,
             ws_port,
             host,
-        } => serve(app, &host, api_port, ws_port).await,
-        Command::Replay { projection } => replay(&app, projection).await,
+        } => exit(cli::serve::serve(app, &host, api_port, ws_port).await),
+        Command::Replay { projection } => exit(cli::replay::replay(&app, projection).await),
         Command::Debate(args) => debate_exit(cli::run_local(app, debate_request(&args)).await),
         // Run by `inspect` before the app, whose start would create a store and key.
         Command::Verify { .. } | Command::Seal { .. } | Command::Keys { .. } => ExitCode::from(2),
@@ -171,23 +168,23 @@ async fn inspect(command: &Command, settings: &Settings) -> Option<ExitCode> {
             public_key,
             expect_seal,
         } => {
-            let request = verify_cli::VerifyRequest {
+            let request = cli::verify::VerifyRequest {
                 json: *json,
                 public_key: public_key.clone(),
                 expect_seal: expect_seal.clone(),
             };
-            match verify_cli::verify(settings, &request).await {
+            match cli::verify::verify(settings, &request).await {
                 Ok(true) => Ok(ExitCode::SUCCESS),
                 Ok(false) => Ok(ExitCode::FAILURE),
                 Err(e) => Err(e),
             }
         }
-        Command::Seal { json } => verify_cli::seal(settings, *json)
+        Command::Seal { json } => cli::verify::seal(settings, *json)
             .await
             .map(|()| ExitCode::SUCCESS),
         Command::Keys {
             command: KeysCommand::Public,
-        } => verify_cli::keys_public(settings).map(|()| ExitCode::SUCCESS),
+        } => cli::verify::keys_public(settings).map(|()| ExitCode::SUCCESS),
         _ => return None,
     };
     Some(outcome.unwrap_or_else(|e| fail(&e)))
@@ -218,68 +215,6 @@ fn debate_exit(outcome: Result<(), cli::CliError>) -> ExitCode {
     }
 }
 
-async fn serve(app: App, host: &str, api_port: u16, ws_port: u16) -> ExitCode {
-    let listener = match TcpListener::bind((host, api_port)).await {
-        Ok(listener) => listener,
-        Err(e) => return fail(&format!("cannot listen on {host}:{api_port}: {e}")),
-    };
-    let url = match listener.local_addr() {
-        Ok(std::net::SocketAddr::V6(addr)) => format!("http://[{}]:{}", addr.ip(), addr.port()),
-        Ok(addr) => format!("http://{addr}"),
-        Err(_) => format!("http://{host}:{api_port}"),
-    };
-    tracing::info!(
-        %url,
-        ws_port,
-        store = app.log.backend().name(),
-        bus = app.bus.name(),
-        "agon listening on {url}"
-    );
-    let stop = CancellationToken::new();
-    tokio::spawn(stop_on_signal(stop.clone()));
-    match app.run(listener, stop).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&e),
-    }
-}
-
-async fn replay(app: &App, only: Option<String>) -> ExitCode {
-    let names: Vec<String> = match only {
-        Some(name) => vec![name],
-        None => projection::ALL.iter().map(|n| (*n).to_owned()).collect(),
-    };
-    for name in names {
-        match projection::rebuild(&app.log, &name).await {
-            Ok(Some(events)) => println!("{name}: rebuilt from {events} events"),
-            Ok(None) => {
-                return fail(&format!(
-                    "unknown projection {name:?}; known: {}",
-                    projection::ALL.join(", ")
-                ));
-            }
-            Err(e) => return fail(&e),
-        }
-    }
-    ExitCode::SUCCESS
-}
-
-async fn stop_on_signal(stop: CancellationToken) {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
-    tracing::info!("shutting down");
-    stop.cancel();
-}
-
 fn init_logging(settings: &Settings) {
     let filter = tracing_subscriber::EnvFilter::new(settings.log_level.directive());
     let builder = tracing_subscriber::fmt()
@@ -291,6 +226,11 @@ fn init_logging(settings: &Settings) {
     } else {
         builder.init();
     }
+}
+
+/// 0 on success, else the message and 2.
+fn exit(outcome: Result<(), String>) -> ExitCode {
+    outcome.map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
 }
 
 fn fail(error: &dyn std::fmt::Display) -> ExitCode {

@@ -11,7 +11,7 @@ use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{CliError, DebateRequest, Progress, conclude};
+use super::debate::{CliError, DebateRequest, Progress, conclude};
 
 /// The first pause between two looks at the debate.
 const POLL_FIRST: Duration = Duration::from_millis(250);

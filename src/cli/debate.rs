@@ -3,8 +3,6 @@
 //! a running service (`remote.rs`), with a live progress line per
 //! contribution, failed agent and stage, and the consensus at the end.
 
-mod remote;
-
 use std::io::Write;
 use std::time::Duration;
 
@@ -18,8 +16,6 @@ use crate::app::App;
 use crate::debates::{self, NewDebate};
 use crate::http::debates::views::DebateDetail;
 use crate::projection::Documents;
-
-pub use remote::run_remote;
 
 /// How often progress on the local store is looked at (a local read).
 const POLL: Duration = Duration::from_millis(100);
@@ -53,7 +49,7 @@ pub enum CliError {
 /// contribution, each failed agent, the stage under way (rounds, then the
 /// synthesis and the vote), the synthesis, and the votes at the end.
 #[derive(Debug, Default)]
-struct Progress {
+pub(super) struct Progress {
     printed: usize,
     failures: usize,
     stage: String,
@@ -62,7 +58,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn show(&mut self, detail: &Value) {
+    pub(super) fn show(&mut self, detail: &Value) {
         let empty = Vec::new();
         let mut err = std::io::stderr().lock();
         let messages = detail["messages"].as_array().unwrap_or(&empty);
@@ -140,7 +136,7 @@ fn first_line(text: &str) -> String {
 }
 
 /// The finished debate's outcome printed, or why it failed.
-fn conclude(detail: &Value, json: bool) -> Result<(), CliError> {
+pub(super) fn conclude(detail: &Value, json: bool) -> Result<(), CliError> {
     if detail["status"] == "failed" {
         return Err(CliError::Failed(format!(
             "debate failed: {}",

@@ -1,0 +1,27 @@
+//! `agon replay`: rebuilds read models from the log (all, or the one
+//! named), for a projection whose rules changed or whose data was lost.
+
+use crate::app::App;
+use crate::projection;
+
+/// Rebuilds `only` (or every projection), printing how many events each
+/// read; the error names an unknown projection or the store's failure.
+pub async fn replay(app: &App, only: Option<String>) -> Result<(), String> {
+    let names: Vec<String> = match only {
+        Some(name) => vec![name],
+        None => projection::ALL.iter().map(|n| (*n).to_owned()).collect(),
+    };
+    for name in names {
+        match projection::rebuild(&app.log, &name).await {
+            Ok(Some(events)) => println!("{name}: rebuilt from {events} events"),
+            Ok(None) => {
+                return Err(format!(
+                    "unknown projection {name:?}; known: {}",
+                    projection::ALL.join(", ")
+                ));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
