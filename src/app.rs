@@ -18,7 +18,7 @@ use crate::crypto::signing::{KeyError, SealKey};
 use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
 use crate::runner::Runner;
-use crate::store::seal::MAX_EVENTS_PER_SEAL;
+use crate::store::sealer::{self, seal_backlog};
 use crate::store::{Db, EventLog, StoreError};
 use crate::{http, projection};
 
@@ -149,7 +149,7 @@ impl App {
             self.settings.seal_interval,
             stop.clone(),
         );
-        tasks.push(tokio::spawn(run_sealer(log, key, interval, token)));
+        tasks.push(tokio::spawn(sealer::run(log, key, interval, token)));
         if let Some(redis) = self.limiter.redis() {
             let watch = redis.clone().watch(REDIS_CHECK_INTERVAL, stop.clone());
             tasks.push(tokio::spawn(watch));
@@ -165,46 +165,5 @@ impl App {
         stop.cancel();
         self.finish(tasks).await;
         served.map_err(StartError::Listen)
-    }
-}
-
-/// Seals new events at once (what earlier runs left unsealed), then every
-/// `interval` until `stop`.
-async fn run_sealer(
-    log: EventLog,
-    key: SealKey,
-    interval: std::time::Duration,
-    stop: CancellationToken,
-) {
-    // The first tick is immediate.
-    let mut ticker = tokio::time::interval(interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            _ = ticker.tick() => {}
-        }
-        seal_backlog(&log, &key).await;
-    }
-}
-
-/// Seals everything committed so far, in as many seals as the backlog needs.
-/// Failures are logged: the next attempt seals the same events.
-async fn seal_backlog(log: &EventLog, key: &SealKey) {
-    loop {
-        match log.seal_now(key).await {
-            Ok(Some(seal)) => {
-                tracing::info!(seal = seal.seal_number, events = seal.event_count, "sealed");
-                // A full seal may have left more behind; a partial one took all.
-                if usize::try_from(seal.event_count).ok() != Some(MAX_EVENTS_PER_SEAL) {
-                    return;
-                }
-            }
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, "sealing failed; will retry");
-                return;
-            }
-        }
     }
 }

@@ -18,6 +18,7 @@ pub mod merkle;
 mod repository;
 mod rows;
 pub mod seal;
+pub mod sealer;
 pub mod verify;
 pub mod worker;
 
