@@ -35,7 +35,7 @@ pub struct NewApiKey {
 }
 
 /// One of the caller's keys as lists show it: never the secret or its hash.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ApiKeyInfo {
     pub id: String,
     pub key_id: String,

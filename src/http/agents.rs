@@ -13,6 +13,7 @@ use super::extract::ApiQuery;
 use super::routes::{RouteSpec, Routes};
 use crate::agents::{BreakerStatus, ProviderStatus};
 use crate::app::App;
+use crate::http::shared::Shared;
 use crate::projection::load_view;
 
 pub fn routes() -> Routes {
@@ -127,7 +128,7 @@ pub struct RankingQuery {
     pub order: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Ranked {
     pub rank: usize,
     pub name: String,
@@ -142,11 +143,14 @@ pub struct Ranked {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Rankings {
-    pub agents: Vec<Ranked>,
+    #[schema(value_type = Vec<Ranked>)]
+    pub agents: Shared<Ranked>,
     /// The same list as `agents` (the name some clients read).
-    pub rankings: Vec<Ranked>,
+    #[schema(value_type = Vec<Ranked>)]
+    pub rankings: Shared<Ranked>,
     /// The same list again, where paginating clients read a page.
-    pub items: Vec<Ranked>,
+    #[schema(value_type = Vec<Ranked>)]
+    pub items: Shared<Ranked>,
     /// Every ranked agent that passes `min_debates`, over all pages.
     pub total: usize,
     pub limit: u32,
@@ -165,7 +169,7 @@ async fn ranked(app: &App, query: RankingQuery) -> Result<Rankings, ApiError> {
         .filter(|(_, r)| r.debates >= min_debates)
         .collect();
     let total = ranked.len();
-    let agents: Vec<Ranked> = ranked
+    let agents = ranked
         .into_iter()
         .enumerate()
         .skip(offset as usize)
@@ -181,6 +185,7 @@ async fn ranked(app: &App, query: RankingQuery) -> Result<Rankings, ApiError> {
             failures: r.failures,
         })
         .collect();
+    let agents = Shared::new(agents);
     Ok(Rankings {
         rankings: agents.clone(),
         items: agents.clone(),

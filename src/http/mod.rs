@@ -21,6 +21,7 @@ pub mod ratelimit;
 pub mod recent_errors;
 pub mod routes;
 pub mod serve;
+pub mod shared;
 pub mod system;
 pub mod version;
 pub mod whole;

@@ -10,7 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::serve::{Spawned, build_app_on, serve_app, spawn_with};
-use crate::support::accounts::{call, login, register, signed_in};
+use crate::support::accounts::{call, login, me, register, signed_in};
 use crate::support::{Kind, LoopbackServer, TEST_TOKEN};
 
 pub const SECRET: &str = "test-jwt-secret-that-is-long-enough-0123";
@@ -32,16 +32,6 @@ async fn spawn(extra: &[(&str, &str)]) -> Spawned {
 
 fn message(body: &Value) -> &str {
     body["error"].as_str().unwrap_or_default()
-}
-
-async fn me(base: &str, token: &str) -> (u16, Value) {
-    call(
-        Method::GET,
-        &format!("{base}/api/auth/me"),
-        Some(token),
-        None,
-    )
-    .await
 }
 
 /// One sign-in with `email` and `password`.

@@ -131,6 +131,17 @@ fn assert_created(created: &Value, topic: &str) -> String {
     id.to_owned()
 }
 
+/// A non-JSON answer (an export, a report): status, content type, text.
+async fn fetched(request: reqwest::RequestBuilder) -> (u16, String, String) {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    (status, kind, response.text().await.unwrap())
+}
+
 /// The v1 error form of unprefixed paths (§7, with `code`) with `status`
 /// and `code`; returns the message.
 fn assert_error(status: u16, body: &Value, want: u16, code: &str) -> String {

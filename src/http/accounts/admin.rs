@@ -18,6 +18,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, ApiQuery};
 use crate::http::ratelimit::Action;
 use crate::http::routes::{RouteSpec, Routes};
+use crate::http::shared::Shared;
 
 pub fn routes() -> Routes {
     let admin = || {
@@ -60,7 +61,7 @@ pub struct UsersQuery {
 }
 
 /// A user as admins see it in the directory.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct AdminUser {
     pub user_id: String,
     pub email: String,
@@ -101,9 +102,11 @@ impl From<AccountView> for AdminUser {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UserList {
-    pub users: Vec<AdminUser>,
+    #[schema(value_type = Vec<AdminUser>)]
+    pub users: Shared<AdminUser>,
     /// The same page (where paginating clients read it).
-    pub items: Vec<AdminUser>,
+    #[schema(value_type = Vec<AdminUser>)]
+    pub items: Shared<AdminUser>,
     /// Users matching the search, over all pages.
     pub total: u64,
     pub count: usize,
@@ -136,7 +139,7 @@ async fn list_users(
     let (users, total) = app.auth.list_users(search, limit, offset).await?;
     let count = users.len();
     // v2 adds `links` from total, limit and offset (context.rs).
-    let users: Vec<AdminUser> = users.into_iter().map(AdminUser::from).collect();
+    let users = Shared::new(users.into_iter().map(AdminUser::from).collect());
     Ok(Json(UserList {
         items: users.clone(),
         users,

@@ -15,6 +15,7 @@ use crate::auth::api_keys::{ApiKeyInfo, NewApiKey};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiPath};
 use crate::http::routes::{RouteSpec, Routes};
+use crate::http::shared::Shared;
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -85,9 +86,11 @@ async fn create_named_api_key(
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ApiKeyList {
-    pub keys: Vec<ApiKeyInfo>,
+    #[schema(value_type = Vec<ApiKeyInfo>)]
+    pub keys: Shared<ApiKeyInfo>,
     /// The same list (where paginating clients read it).
-    pub items: Vec<ApiKeyInfo>,
+    #[schema(value_type = Vec<ApiKeyInfo>)]
+    pub items: Shared<ApiKeyInfo>,
     pub total: usize,
 }
 
@@ -100,8 +103,10 @@ async fn list_api_keys(
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<ApiKeyList>, ApiError> {
     let keys = app.auth.api_keys(&caller.user_id).await?;
+    let total = keys.len();
+    let keys = Shared::new(keys);
     Ok(Json(ApiKeyList {
-        total: keys.len(),
+        total,
         items: keys.clone(),
         keys,
     }))

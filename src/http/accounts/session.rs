@@ -19,6 +19,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiPath};
 use crate::http::ratelimit::{AuthPath, PathLimit};
 use crate::http::routes::{RouteSpec, Routes};
+use crate::http::shared::Shared;
 
 pub fn routes() -> Routes {
     let login_limit = PathLimit::Auth(AuthPath::Login);
@@ -238,7 +239,7 @@ async fn me(
     Ok(Json(app.auth.view(&caller.user_id).await?.into()))
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SessionInfo {
     pub session_id: String,
     pub device_type: String,
@@ -252,9 +253,11 @@ pub struct SessionInfo {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionList {
-    pub sessions: Vec<SessionInfo>,
+    #[schema(value_type = Vec<SessionInfo>)]
+    pub sessions: Shared<SessionInfo>,
     /// The same list (where paginating clients read it).
-    pub items: Vec<SessionInfo>,
+    #[schema(value_type = Vec<SessionInfo>)]
+    pub items: Shared<SessionInfo>,
     pub total: usize,
 }
 
@@ -280,8 +283,10 @@ async fn list_sessions(
             last_activity: last.and_then(|t| DateTime::from_timestamp(t, 0)),
         })
         .collect();
+    let total = sessions.len();
+    let sessions = Shared::new(sessions);
     Ok(Json(SessionList {
-        total: sessions.len(),
+        total,
         items: sessions.clone(),
         sessions,
     }))

@@ -11,14 +11,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
-use super::views::{
-    ConsensusBody, DebateDetail, DebateOutcome, DebateSummary, MessageView, Shared,
-};
+use super::views::{ConsensusBody, DebateDetail, DebateOutcome, DebateSummary, MessageView};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::debates::{visible, visible_to};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::http::shared::Shared;
 use crate::projection::{Documents, ListFilter};
 
 /// Default page size of debate listings (§8.2).
@@ -179,9 +178,11 @@ pub struct PageQuery {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MessagePage {
     pub debate_id: String,
-    pub messages: Vec<MessageView>,
+    #[schema(value_type = Vec<MessageView>)]
+    pub messages: Shared<MessageView>,
     /// The same page as `messages` (where paginating clients read it).
-    pub items: Vec<MessageView>,
+    #[schema(value_type = Vec<MessageView>)]
+    pub items: Shared<MessageView>,
     pub total: usize,
     pub count: usize,
     pub limit: u32,
@@ -210,11 +211,13 @@ pub async fn list_messages(
         .take(limit as usize)
         .map(|(i, m)| MessageView::of(i, m))
         .collect();
+    let count = messages.len();
+    let messages = Shared::new(messages);
     Ok(Json(MessagePage {
         debate_id: debate.id,
-        total: debate.messages.len(),
-        count: messages.len(),
         items: messages.clone(),
+        total: debate.messages.len(),
+        count,
         messages,
         limit,
         offset,

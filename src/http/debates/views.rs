@@ -4,39 +4,15 @@
 //! `max_rounds`, `final_answer`, `reached`) sit beside the spec's own.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use agon_aggregates::debate::{
     Ballot, ConsensusResult, ConsensusStatus, Debate, DebateStatus, MajorityBaseline, Message,
     Stage, VoteChoice, VotingSummary,
 };
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
-
-/// One list served under two keys (`debates` for existing clients, `items`
-/// for the SDK's paginator) without copying it: clones share the list.
-#[derive(Debug)]
-pub struct Shared<T>(Arc<Vec<T>>);
-
-impl<T> Shared<T> {
-    pub fn new(items: Vec<T>) -> Self {
-        Self(Arc::new(items))
-    }
-}
-
-impl<T> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        Self(Arc::clone(&self.0))
-    }
-}
-
-impl<T: Serialize> Serialize for Shared<T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
 
 /// A debate in a listing.
 #[derive(Debug, Serialize, ToSchema)]

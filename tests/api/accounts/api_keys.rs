@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::auth::ROOMY;
 use crate::serve::spawn_with;
-use crate::support::accounts::{call, signed_in};
+use crate::support::accounts::{call, me, signed_in};
 use crate::support::{Kind, on_both_backends};
 
 on_both_backends! {
@@ -52,17 +52,6 @@ async fn create(base: &str, path: &str, token: &str, name: &str) -> Key {
     assert_eq!(body["prefix"], format!("agon_{id}"));
     assert!(secret.starts_with(&format!("agon_{id}_")), "{secret}");
     Key { secret, id }
-}
-
-/// The status of `GET /api/auth/me` with `token`, and the profile.
-async fn me(base: &str, token: &str) -> (u16, Value) {
-    call(
-        Method::GET,
-        &format!("{base}/api/auth/me"),
-        Some(token),
-        None,
-    )
-    .await
 }
 
 /// The caller's key list (asserting 200), keyed by name.

@@ -163,15 +163,7 @@ async fn export_as_json_ndjson_and_csv() {
     let export = |format: &str| {
         let url = format!("{}/api/debates/export?format={format}", app.base);
         let request = client.get(url);
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            let kind = response.headers()["content-type"]
-                .to_str()
-                .unwrap()
-                .to_owned();
-            (status, kind, response.text().await.unwrap())
-        }
+        super::fetched(request)
     };
 
     let (status, kind, text) = export("json").await;

@@ -259,15 +259,7 @@ async fn one_debate_exports_as_json_csv_and_markdown() {
         let request = crate::support::client()
             .get(format!("{}{path}", api.base))
             .bearer_auth(crate::support::TEST_TOKEN);
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            let kind = response.headers()["content-type"]
-                .to_str()
-                .unwrap()
-                .to_owned();
-            (status, kind, response.text().await.unwrap())
-        }
+        super::fetched(request)
     };
     for prefix in ["/api", "/api/v1"] {
         let (status, kind, body) = fetch(format!("{prefix}/debates/{id}/export/json")).await;

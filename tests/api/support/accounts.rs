@@ -75,3 +75,14 @@ pub async fn signed_in(base: &str, email: &str) -> (String, String, String) {
         body["refresh_token"].as_str().unwrap().to_owned(),
     )
 }
+
+/// The status of `GET /api/auth/me` with `token`, and the profile.
+pub async fn me(base: &str, token: &str) -> (u16, Value) {
+    call(
+        Method::GET,
+        &format!("{base}/api/auth/me"),
+        Some(token),
+        None,
+    )
+    .await
+}
