@@ -19,6 +19,7 @@ use async_trait::async_trait;
 mod documents;
 mod guards;
 pub use documents::{DocumentRunner, Documents, ListFilter};
+pub(crate) use documents::{count_sql, page_sql};
 
 use crate::bus::Consumer;
 use crate::store::db::{PoolRef, rebuildable_commit_sql, with_pool};

@@ -7,6 +7,7 @@ use agon_projections::DocumentProjection;
 use agon_projections::accounts::AccountView;
 
 use super::{Auth, AuthError};
+use crate::projection::{count_sql, page_sql};
 use crate::store::StoreError;
 use crate::store::db::{PoolRef, with_pool};
 
@@ -15,21 +16,18 @@ pub const MAX_SEARCH_CHARS: usize = 254;
 
 // The documents table keeps each account as JSON text; email and name are
 // read out of it with each back end's JSON functions. `instr`/`strpos`
-// rather than LIKE, so that `%` and `_` in a search mean themselves.
-const SQLITE_PAGE: &str = "SELECT doc FROM documents WHERE projection = $1 AND ($2 IS NULL \
-     OR instr(lower(json_extract(doc, '$.email')), $2) > 0 \
-     OR instr(lower(json_extract(doc, '$.name')), $2) > 0) \
-     ORDER BY json_extract(doc, '$.created_at') DESC, doc_key LIMIT $3 OFFSET $4";
-const SQLITE_COUNT: &str = "SELECT COUNT(*) FROM documents WHERE projection = $1 AND ($2 IS NULL \
+// rather than LIKE, so that `%` and `_` in a search mean themselves. The
+// page and its total come from one statement, so they see the same
+// snapshot while the projection keeps writing; the count alone serves a
+// page past the end.
+const SQLITE_MATCH: &str = "SELECT doc, doc_key FROM documents WHERE projection = $1 AND ($2 IS NULL \
      OR instr(lower(json_extract(doc, '$.email')), $2) > 0 \
      OR instr(lower(json_extract(doc, '$.name')), $2) > 0)";
-const POSTGRES_PAGE: &str = "SELECT doc FROM documents WHERE projection = $1 AND ($2::text IS NULL \
-     OR strpos(lower(doc::jsonb ->> 'email'), $2) > 0 \
-     OR strpos(lower(doc::jsonb ->> 'name'), $2) > 0) \
-     ORDER BY doc::jsonb ->> 'created_at' DESC, doc_key LIMIT $3 OFFSET $4";
-const POSTGRES_COUNT: &str = "SELECT COUNT(*) FROM documents WHERE projection = $1 AND ($2::text IS NULL \
+const POSTGRES_MATCH: &str = "SELECT doc, doc_key FROM documents WHERE projection = $1 AND ($2::text IS NULL \
      OR strpos(lower(doc::jsonb ->> 'email'), $2) > 0 \
      OR strpos(lower(doc::jsonb ->> 'name'), $2) > 0)";
+const SQLITE_ORDER: &str = "json_extract(doc, '$.created_at') DESC, doc_key";
+const POSTGRES_ORDER: &str = "doc::jsonb ->> 'created_at' DESC, doc_key";
 
 impl Auth {
     /// A page of users (newest first) and how many match in all.
@@ -52,12 +50,13 @@ impl Auth {
         }
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
         let pool = self.log().db().reader();
-        let (page_sql, count_sql) = match pool {
-            PoolRef::Sqlite(_) => (SQLITE_PAGE, SQLITE_COUNT),
-            PoolRef::Postgres(_) => (POSTGRES_PAGE, POSTGRES_COUNT),
+        let (matching, order) = match pool {
+            PoolRef::Sqlite(_) => (SQLITE_MATCH, SQLITE_ORDER),
+            PoolRef::Postgres(_) => (POSTGRES_MATCH, POSTGRES_ORDER),
         };
+        let (page, count) = (page_sql(matching, order, "$3", "$4"), count_sql(matching));
         let (texts, total): (Vec<String>, i64) = with_pool!(pool, pool => {
-            let texts = sqlx::query_scalar(page_sql)
+            let rows: Vec<(i64, String)> = sqlx::query_as(&page)
                 .bind(Accounts::NAME)
                 .bind(search.as_deref())
                 .bind(i64::from(limit))
@@ -65,13 +64,16 @@ impl Auth {
                 .fetch_all(pool)
                 .await
                 .map_err(StoreError::from)?;
-            let total = sqlx::query_scalar(count_sql)
-                .bind(Accounts::NAME)
-                .bind(search.as_deref())
-                .fetch_one(pool)
-                .await
-                .map_err(StoreError::from)?;
-            (texts, total)
+            let total = match rows.first() {
+                Some((total, _)) => *total,
+                None => sqlx::query_scalar(&count)
+                    .bind(Accounts::NAME)
+                    .bind(search.as_deref())
+                    .fetch_one(pool)
+                    .await
+                    .map_err(StoreError::from)?,
+            };
+            (rows.into_iter().map(|(_, doc)| doc).collect(), total)
         });
         let users = texts
             .iter()

@@ -252,15 +252,15 @@ impl Documents {
         limit: u32,
         offset: u64,
     ) -> Result<(Vec<P::Doc>, u64), StoreError> {
-        let condition =
-            "projection = $1 AND ($2 IS NULL OR owner = $2) AND ($3 IS NULL OR state = $3)";
-        let page_sql = format!(
-            "SELECT doc FROM documents WHERE {condition} ORDER BY sort_key DESC, doc_key DESC LIMIT $4 OFFSET $5"
+        let matching = "SELECT doc, doc_key, sort_key FROM documents WHERE projection = $1 \
+             AND ($2 IS NULL OR owner = $2) AND ($3 IS NULL OR state = $3)";
+        let (page_sql, count_sql) = (
+            page_sql(matching, "sort_key DESC, doc_key DESC", "$4", "$5"),
+            count_sql(matching),
         );
-        let count_sql = format!("SELECT COUNT(*) FROM documents WHERE {condition}");
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
         let (texts, total): (Vec<String>, i64) = with_pool!(self.log.db().reader(), pool => {
-            let texts = sqlx::query_scalar(&page_sql)
+            let rows: Vec<(i64, String)> = sqlx::query_as(&page_sql)
                 .bind(P::NAME)
                 .bind(filter.owner)
                 .bind(filter.state)
@@ -268,13 +268,16 @@ impl Documents {
                 .bind(offset)
                 .fetch_all(pool)
                 .await?;
-            let total = sqlx::query_scalar(&count_sql)
-                .bind(P::NAME)
-                .bind(filter.owner)
-                .bind(filter.state)
-                .fetch_one(pool)
-                .await?;
-            (texts, total)
+            let total = match rows.first() {
+                Some((total, _)) => *total,
+                None => sqlx::query_scalar(&count_sql)
+                    .bind(P::NAME)
+                    .bind(filter.owner)
+                    .bind(filter.state)
+                    .fetch_one(pool)
+                    .await?,
+            };
+            (rows.into_iter().map(|(_, doc)| doc).collect(), total)
         });
         let docs = texts
             .iter()
@@ -328,4 +331,20 @@ impl Documents {
             }
         }
     }
+}
+
+/// One statement yielding `(total, doc)` rows: a page of the rows
+/// `matching` selects (which must select `doc`) in `order`, each carrying
+/// how many match in all. One statement sees one snapshot, so the page and
+/// its total agree while projections keep writing.
+pub(crate) fn page_sql(matching: &str, order: &str, limit: &str, offset: &str) -> String {
+    format!(
+        "WITH m AS ({matching}) SELECT (SELECT COUNT(*) FROM m), doc FROM m \
+         ORDER BY {order} LIMIT {limit} OFFSET {offset}"
+    )
+}
+
+/// How many rows `matching` selects: the total for a page past the end.
+pub(crate) fn count_sql(matching: &str) -> String {
+    format!("SELECT COUNT(*) FROM ({matching}) AS m")
 }
