@@ -2,7 +2,7 @@
 //! HTTP router from [`Settings`], and runs them together until told to stop.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use thiserror::Error;
 use tokio::net::TcpListener;
@@ -15,8 +15,10 @@ use crate::bus::{Bus, BusError, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
-use crate::http::ratelimit::{RateLimiter, RedisError};
-use crate::http::recent_errors::RecentErrors;
+use crate::debates::Debates;
+use crate::http::ratelimit::RedisError;
+use crate::http::state::{ApiState, HttpState};
+use crate::ops::Ops;
 use crate::runner::Runner;
 use crate::store::sealer::{self, seal_backlog};
 use crate::store::{Db, EventLog, StoreError};
@@ -38,52 +40,61 @@ pub enum StartError {
     Listen(#[from] std::io::Error),
 }
 
+/// Opens the event log the settings name (SQLite unless `DATABASE_URL` is
+/// set), creating and migrating it when needed; all a command that works
+/// on the log alone (such as `agon replay`) builds.
+pub async fn open_log(settings: &Settings) -> Result<EventLog, StoreError> {
+    let db = match &settings.database_url {
+        Some(url) => {
+            Db::connect_postgres_timed(
+                url.expose(),
+                settings.database_max_connections,
+                settings.database_acquire_timeout,
+            )
+            .await?
+        }
+        None => Db::open_sqlite(&settings.data_dir).await?,
+    };
+    Ok(EventLog::new(db))
+}
+
 /// How often an unreachable Redis is retried.
 const REDIS_CHECK_INTERVAL: Duration = Duration::from_secs(2);
 
-/// Everything the running service shares; cheap to clone.
+/// The container of the running service's parts; cheap to clone. The faces
+/// never take it whole: the HTTP API gets an [`ApiState`] of the services
+/// its handlers use, the CLI the parts its command needs.
 #[derive(Debug, Clone)]
 pub struct App {
     pub settings: Arc<Settings>,
     pub log: EventLog,
     pub bus: Bus,
     pub seal_key: SealKey,
-    pub started: Instant,
-    pub limiter: RateLimiter,
-    pub recent_errors: RecentErrors,
-    pub auth: Auth,
     /// The time every domain decision uses; tests move it forward.
     pub clock: Clock,
+    pub auth: Auth,
+    pub debates: Debates,
+    pub ops: Ops,
     pub agents: Agents,
     pub runner: Runner,
+    pub http: HttpState,
 }
 
 impl App {
     /// Opens the store the settings name (SQLite unless `DATABASE_URL` is
     /// set) and the bus (in-process unless `SERVICE_NATS_URL` is set).
     pub async fn build(settings: Settings) -> Result<Self, StartError> {
-        let db = match &settings.database_url {
-            Some(url) => {
-                Db::connect_postgres_timed(
-                    url.expose(),
-                    settings.database_max_connections,
-                    settings.database_acquire_timeout,
-                )
-                .await?
-            }
-            None => Db::open_sqlite(&settings.data_dir).await?,
-        };
+        let log = open_log(&settings).await?;
         let seal_key = SealKey::load_or_create(
             settings.signing_key.as_ref().map(|s| s.expose()),
             &settings.data_dir,
         )?;
-        let log = EventLog::new(db);
         let bus = match &settings.nats_url {
             Some(url) => Bus::Nats(Box::new(NatsBus::open(url, &log, &settings).await?)),
             None => Bus::Local(LocalBus::new(log.backend())),
         };
-        let limiter = RateLimiter::new(&settings.rate_limits)?;
-        if let Some(redis) = limiter.redis()
+        let http = HttpState::new(&settings)?;
+        if let Some(redis) = http.limiter.redis()
             && !redis.connect().await
         {
             tracing::warn!("redis unreachable at start: rate limits fall back until it answers");
@@ -93,18 +104,25 @@ impl App {
         let auth = Auth::new(&settings, log.clone(), clock.clone())?;
         let agents = Agents::new(&settings.agents);
         let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings);
+        let debates = Debates::new(log.clone(), clock.clone(), agents.clone(), runner.clone());
+        let ops = Ops::new(
+            log.clone(),
+            bus.clone(),
+            agents.clone(),
+            settings.seal_interval,
+        );
         Ok(Self {
             settings: Arc::new(settings),
             log,
             bus,
             seal_key,
-            started: Instant::now(),
-            limiter,
-            recent_errors: RecentErrors::default(),
-            auth,
             clock,
+            auth,
+            debates,
+            ops,
             agents,
             runner,
+            http,
         })
     }
 
@@ -150,7 +168,7 @@ impl App {
             stop.clone(),
         );
         tasks.push(tokio::spawn(sealer::run(log, key, interval, token)));
-        if let Some(redis) = self.limiter.redis() {
+        if let Some(redis) = self.http.limiter.redis() {
             let watch = redis.clone().watch(REDIS_CHECK_INTERVAL, stop.clone());
             tasks.push(tokio::spawn(watch));
         }
@@ -165,5 +183,18 @@ impl App {
         stop.cancel();
         self.finish(tasks).await;
         served.map_err(StartError::Listen)
+    }
+}
+
+impl From<App> for ApiState {
+    fn from(app: App) -> Self {
+        Self {
+            settings: app.settings,
+            auth: app.auth,
+            debates: app.debates,
+            ops: app.ops,
+            agents: app.agents,
+            http: app.http,
+        }
     }
 }

@@ -24,6 +24,11 @@ pub mod crypto;
 pub mod debates;
 pub mod http;
 pub mod mail;
+pub mod ops;
 pub mod projection;
 pub mod runner;
 pub mod store;
+pub mod views;
+
+#[cfg(test)]
+mod layering_tests;

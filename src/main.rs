@@ -142,6 +142,18 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
     if let Some(exit) = inspect(&command, &settings).await {
         return exit;
     }
+    // Replay works on the log alone: no bus, Redis, mail or runner.
+    if let Command::Replay { projection } = command {
+        let replayed = match agon::app::open_log(&settings).await {
+            Ok(log) => {
+                let outcome = cli::replay::replay(&log, projection).await;
+                log.db().close().await;
+                outcome
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        return exit(replayed);
+    }
     let app = match App::build(settings).await {
         Ok(app) => app,
         Err(e) => return fail(&e),
@@ -152,10 +164,13 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
             ws_port,
             host,
         } => exit(cli::serve::serve(app, &host, api_port, ws_port).await),
-        Command::Replay { projection } => exit(cli::replay::replay(&app, projection).await),
         Command::Debate(args) => debate_exit(cli::run_local(app, debate_request(&args)).await),
-        // Run by `inspect` before the app, whose start would create a store and key.
-        Command::Verify { .. } | Command::Seal { .. } | Command::Keys { .. } => ExitCode::from(2),
+        // Run before the app: `inspect` (whose start would create a store
+        // and key) and replay (which needs the log alone).
+        Command::Verify { .. }
+        | Command::Seal { .. }
+        | Command::Keys { .. }
+        | Command::Replay { .. } => ExitCode::from(2),
     }
 }
 

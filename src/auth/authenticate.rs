@@ -5,8 +5,6 @@ use std::net::IpAddr;
 
 use agon_aggregates::account::{AccountCommand, RevokeReason, Role};
 use agon_projections::{Accounts, Sessions};
-use axum::http::HeaderMap;
-use axum::http::header::AUTHORIZATION;
 
 use super::activity::recent;
 use super::caller::STATIC_TOKEN_USER;
@@ -16,26 +14,50 @@ use crate::crypto::secrets::{API_KEY_PREFIX, constant_time_eq, parse_api_key, sh
 
 /// Longest `X-User-Roles` list honoured.
 const MAX_SERVICE_ROLES: usize = 16;
+/// Longest service claim honoured, in bytes; a longer one counts as absent.
+const MAX_SERVICE_CLAIM_BYTES: usize = 256;
+
+/// A credential as a request presented it, read out of the request by the
+/// face that received it; what it proves is decided here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Presented {
+    /// No credential at all.
+    #[default]
+    Nothing,
+    /// An `Authorization` value that is not `Bearer <token>`.
+    Malformed,
+    /// A bearer token: an access token, an API key or the static token.
+    Bearer(String),
+    /// Claims of a trusted service (`X-User-ID`, `X-Org-ID`, `X-User-Roles`),
+    /// honoured only from a trusted network.
+    Service(ServiceClaims),
+}
+
+/// What a trusted service asserts about the user it calls for; each value
+/// trimmed, absent when empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceClaims {
+    pub user_id: Option<String>,
+    pub org_id: Option<String>,
+    pub roles: Option<String>,
+}
 
 impl Auth {
-    /// Who sent a request with `headers` from `peer`: `Ok(None)` when it
-    /// carries no credential, an error when its credential is not good.
+    /// Who presented `credential` from `peer`: `Ok(None)` when it carries
+    /// no credential, an error when its credential is not good.
     pub async fn identify(
         &self,
-        headers: &HeaderMap,
+        credential: Presented,
         peer: Option<IpAddr>,
     ) -> Result<Option<Caller>, AuthError> {
-        if let Some(value) = headers.get(AUTHORIZATION) {
-            let text = value.to_str().map_err(|_| AuthError::InvalidToken)?;
-            let (scheme, token) = text.trim().split_once(' ').ok_or(AuthError::InvalidToken)?;
-            if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
-                return Err(AuthError::InvalidToken);
-            }
-            return self.bearer(token.trim()).await.map(Some);
+        match credential {
+            Presented::Nothing => Ok(None),
+            Presented::Malformed => Err(AuthError::InvalidToken),
+            Presented::Bearer(token) => self.bearer(&token).await.map(Some),
+            Presented::Service(claims) => Ok(peer
+                .filter(|ip| self.trusted_networks().iter().any(|net| net.contains(ip)))
+                .and_then(|_| service_caller(claims))),
         }
-        Ok(peer
-            .filter(|ip| self.trusted_networks().iter().any(|net| net.contains(ip)))
-            .and_then(|_| service_caller(headers)))
     }
 
     async fn bearer(&self, token: &str) -> Result<Caller, AuthError> {
@@ -139,17 +161,13 @@ impl Auth {
     }
 }
 
-/// The caller described by `X-User-ID`, `X-Org-ID` and `X-User-Roles`.
-fn service_caller(headers: &HeaderMap) -> Option<Caller> {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty() && v.len() <= 256)
-    };
-    let user_id = header("x-user-id")?.to_owned();
-    let service_roles: Vec<String> = header("x-user-roles")
+/// The caller a trusted service describes.
+fn service_caller(claims: ServiceClaims) -> Option<Caller> {
+    let fits = |v: &String| v.len() <= MAX_SERVICE_CLAIM_BYTES;
+    let user_id = claims.user_id.filter(fits)?;
+    let service_roles: Vec<String> = claims
+        .roles
+        .filter(fits)
         .unwrap_or_default()
         .split(',')
         .map(|role| role.trim().to_ascii_lowercase())
@@ -165,7 +183,7 @@ fn service_caller(headers: &HeaderMap) -> Option<Caller> {
         user_id,
         email: None,
         role,
-        org_id: header("x-org-id").map(str::to_owned),
+        org_id: claims.org_id.filter(fits),
         org_role: None,
         service_roles: if service_roles.is_empty() {
             vec!["user".to_owned()]

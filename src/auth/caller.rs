@@ -1,12 +1,9 @@
 //! Who is calling: the principal every protected handler receives.
 
 use agon_aggregates::account::Role;
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use serde::Serialize;
 
 use super::rbac::{self, ORG_ROLE_PREFIX, Permission};
-use crate::http::error::ApiError;
 
 /// How the caller proved who it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -75,46 +72,5 @@ impl Caller {
             Credential::Session { session_id } => Some(session_id),
             _ => None,
         }
-    }
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        parts
-            .extensions
-            .get::<Caller>()
-            .cloned()
-            .ok_or_else(|| ApiError::Unauthorized("Authentication required".to_owned()))
-    }
-}
-
-/// A caller that is an account holder (not the static token or a service).
-#[derive(Debug, Clone)]
-pub struct AccountHolder(pub Caller);
-
-impl<S: Send + Sync> FromRequestParts<S> for AccountHolder {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let caller = Caller::from_request_parts(parts, state).await?;
-        match caller.credential {
-            Credential::Session { .. } | Credential::ApiKey { .. } => Ok(AccountHolder(caller)),
-            Credential::StaticToken | Credential::ServiceHeaders => Err(ApiError::Forbidden(
-                "This endpoint needs a user account's credential".to_owned(),
-            )),
-        }
-    }
-}
-
-impl<S: Send + Sync> axum::extract::OptionalFromRequestParts<S> for Caller {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        _state: &S,
-    ) -> Result<Option<Self>, Self::Rejection> {
-        Ok(parts.extensions.get::<Caller>().cloned())
     }
 }

@@ -33,7 +33,8 @@ use agon_projections::accounts::AccountView;
 use agon_projections::{ApiKeys, Sessions};
 use ipnet::IpNet;
 
-pub use caller::{AccountHolder, Caller, Credential};
+pub use authenticate::{Presented, ServiceClaims};
+pub use caller::{Caller, Credential};
 pub use error::AuthError;
 
 use crate::clock::Clock;

@@ -13,9 +13,9 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
-use crate::debates::{self, NewDebate};
-use crate::http::debates::views::DebateDetail;
+use crate::debates::NewDebate;
 use crate::projection::Documents;
+use crate::views::debates::DebateDetail;
 
 /// How often progress on the local store is looked at (a local read).
 const POLL: Duration = Duration::from_millis(100);
@@ -208,7 +208,9 @@ pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError>
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let outcome = async {
-        let debate = debates::create(&app, new, None, None)
+        let debate = app
+            .debates
+            .create(new, None, None)
             .await
             .map_err(|e| CliError::Refused(e.to_string()))?;
         eprintln!(

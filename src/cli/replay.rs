@@ -1,18 +1,18 @@
 //! `agon replay`: rebuilds read models from the log (all, or the one
 //! named), for a projection whose rules changed or whose data was lost.
 
-use crate::app::App;
 use crate::projection;
+use crate::store::EventLog;
 
 /// Rebuilds `only` (or every projection), printing how many events each
 /// read; the error names an unknown projection or the store's failure.
-pub async fn replay(app: &App, only: Option<String>) -> Result<(), String> {
+pub async fn replay(log: &EventLog, only: Option<String>) -> Result<(), String> {
     let names: Vec<String> = match only {
         Some(name) => vec![name],
         None => projection::ALL.iter().map(|n| (*n).to_owned()).collect(),
     };
     for name in names {
-        match projection::rebuild(&app.log, &name).await {
+        match projection::rebuild(log, &name).await {
             Ok(Some(events)) => println!("{name}: rebuilt from {events} events"),
             Ok(None) => {
                 return Err(format!(

@@ -30,9 +30,8 @@ pub async fn identify(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let identity = platform
-        .app
         .auth
-        .identify(request.headers(), peer)
+        .identify(super::caller::presented(request.headers()), peer)
         .await
         .map_err(Arc::new);
     // Rate-limit tiers arrive with billing; until then only an outer layer

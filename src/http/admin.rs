@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use agon_projections::AdminStats;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
@@ -13,9 +12,8 @@ use utoipa_axum::routes;
 use super::error::ApiError;
 use super::ratelimit::Action;
 use super::routes::{RouteSpec, Routes};
-use crate::app::App;
 use crate::auth::rbac::Permission;
-use crate::projection::load_view;
+use crate::ops::Ops;
 
 pub fn routes() -> Routes {
     Routes::new().add(
@@ -37,8 +35,8 @@ pub struct Stats {
 /// Counts from the event log's `admin_stats` read model.
 #[utoipa::path(get, path = "/api/admin/stats", tag = "operations",
     responses((status = 200, body = Stats)))]
-async fn stats(State(app): State<App>) -> Result<Json<Stats>, ApiError> {
-    let view = load_view::<AdminStats>(&app.log).await?;
+async fn stats(State(ops): State<Ops>) -> Result<Json<Stats>, ApiError> {
+    let view = ops.admin_stats().await?;
     Ok(Json(Stats {
         active_debates: view.active_debates.len() as u64,
         total_events: view.total_events,

@@ -1,7 +1,6 @@
 //! §4.3 agent operations: provider and circuit-breaker health, and the
 //! ELO leaderboard kept by the `leaderboard` projection.
 
-use agon_projections::Leaderboard;
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -11,10 +10,10 @@ use utoipa_axum::routes;
 use super::error::ApiError;
 use super::extract::ApiQuery;
 use super::routes::{RouteSpec, Routes};
+use crate::agents::Agents;
 use crate::agents::{BreakerStatus, ProviderStatus};
-use crate::app::App;
+use crate::debates::Debates;
 use crate::http::shared::Shared;
-use crate::projection::load_view;
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -63,8 +62,8 @@ fn open_breakers(breakers: &[BreakerStatus]) -> Vec<String> {
 /// Providers and their keys, and every agent's circuit breaker.
 #[utoipa::path(get, path = "/api/agents/health", tag = "operations",
     responses((status = 200, body = AgentsHealth)))]
-async fn agents_health(State(app): State<App>) -> Json<AgentsHealth> {
-    let breakers = app.agents.breakers();
+async fn agents_health(State(agents): State<Agents>) -> Json<AgentsHealth> {
+    let breakers = agents.breakers();
     let open = open_breakers(&breakers);
     Json(AgentsHealth {
         status: if open.is_empty() {
@@ -74,7 +73,7 @@ async fn agents_health(State(app): State<App>) -> Json<AgentsHealth> {
         }
         .to_owned(),
         demo_available: true,
-        providers: app.agents.providers(),
+        providers: agents.providers(),
         circuit_breakers: breakers,
         open,
     })
@@ -92,8 +91,8 @@ pub struct CircuitBreakers {
 /// Every agent's circuit breaker (5 failures open it, 60 s to half-open, 2 successes close it).
 #[utoipa::path(get, path = "/api/agents/circuit-breakers", tag = "operations",
     responses((status = 200, body = CircuitBreakers)))]
-async fn circuit_breakers(State(app): State<App>) -> Json<CircuitBreakers> {
-    let breakers = app.agents.breakers();
+async fn circuit_breakers(State(agents): State<Agents>) -> Json<CircuitBreakers> {
+    let breakers = agents.breakers();
     Json(CircuitBreakers {
         open: open_breakers(&breakers),
         total: breakers.len(),
@@ -157,12 +156,12 @@ pub struct Rankings {
     pub offset: u32,
 }
 
-async fn ranked(app: &App, query: RankingQuery) -> Result<Rankings, ApiError> {
+async fn ranked(debates: &Debates, query: RankingQuery) -> Result<Rankings, ApiError> {
     let limit = super::debates::page_limit(query.limit)?;
     let offset = super::debates::page_offset(query.offset)?;
     let min_debates = u64::try_from(query.min_debates.unwrap_or(0))
         .map_err(|_| ApiError::bad_request("min_debates must not be negative"))?;
-    let view = load_view::<Leaderboard>(&app.log).await?;
+    let view = debates.leaderboard().await?;
     let ranked: Vec<_> = view
         .ranked()
         .into_iter()
@@ -200,18 +199,18 @@ async fn ranked(app: &App, query: RankingQuery) -> Result<Rankings, ApiError> {
 #[utoipa::path(get, path = "/api/leaderboard", tag = "agents", params(RankingQuery),
     responses((status = 200, body = Rankings)))]
 async fn leaderboard(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     ApiQuery(query): ApiQuery<RankingQuery>,
 ) -> Result<Json<Rankings>, ApiError> {
-    Ok(Json(ranked(&app, query).await?))
+    Ok(Json(ranked(&debates, query).await?))
 }
 
 /// The same rankings under their other names (also `/api/rankings`).
 #[utoipa::path(get, path = "/api/leaderboard/rankings", tag = "agents", params(RankingQuery),
     responses((status = 200, body = Rankings)))]
 async fn rankings(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     ApiQuery(query): ApiQuery<RankingQuery>,
 ) -> Result<Json<Rankings>, ApiError> {
-    Ok(Json(ranked(&app, query).await?))
+    Ok(Json(ranked(&debates, query).await?))
 }

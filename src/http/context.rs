@@ -68,7 +68,7 @@ pub async fn context(
                 if let Some(mount) = &mount {
                     request.extensions_mut().insert(mount.clone());
                 }
-                let limit = platform.app.settings.http.connections.max_header_bytes;
+                let limit = platform.http.max_header_bytes;
                 let mut response = match oversized(&request, limit) {
                     Some(status) => status.into_response(),
                     None => next.run(request).await,
@@ -263,7 +263,7 @@ fn render_error(
         tracing::error!(cause = %cause, "request failed");
     }
     platform
-        .app
+        .http
         .recent_errors
         .record(RecordedError::new(trace_id, method, path, &report));
     let (mut parts, _) = response.into_parts();

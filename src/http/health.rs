@@ -17,9 +17,10 @@ use utoipa_axum::routes;
 
 use super::ratelimit::{Backend, Endpoint, PathLimit};
 use super::routes::{RouteSpec, Routes};
-use crate::app::App;
 use crate::auth::rbac::Permission;
 use crate::bus::Bus;
+use crate::http::state::HttpState;
+use crate::ops::Ops;
 use crate::projection;
 
 mod lag;
@@ -92,16 +93,16 @@ struct Probe {
 }
 
 impl Probe {
-    async fn run(app: &App) -> Self {
+    async fn run(ops: &Ops, http: &HttpState) -> Self {
         let started = Instant::now();
-        let database = if app.log.db().ping().await {
+        let database = if ops.log().db().ping().await {
             "healthy"
         } else {
             "unhealthy"
         };
         let database_latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let redis = app.limiter.redis_status();
-        let event_bus = match &app.bus {
+        let redis = http.limiter.redis_status();
+        let event_bus = match ops.bus() {
             Bus::Local(_) => "healthy",
             Bus::Nats(nats) if nats.connected() => "healthy",
             // Commands still commit while NATS is away; the relay catches up.
@@ -133,15 +134,15 @@ impl Probe {
         }
     }
 
-    fn health(&self, app: &App) -> Health {
+    fn health(&self, ops: &Ops) -> Health {
         Health {
             status: self.status(),
             version: env!("CARGO_PKG_VERSION"),
-            uptime: app.started.elapsed().as_secs_f64(),
+            uptime: ops.uptime().as_secs_f64(),
             components: Components {
                 database: self.database,
                 redis: self.redis,
-                agents: if app.agents.breakers().iter().any(|b| b.state == "open") {
+                agents: if ops.agents().breakers().iter().any(|b| b.state == "open") {
                     "degraded"
                 } else {
                     "healthy"
@@ -173,9 +174,12 @@ impl Probe {
         (status = 200, description = "Working (possibly degraded)", body = Health),
         (status = 503, description = "The database is unreachable", body = Health),
     ))]
-async fn health(State(app): State<App>) -> (StatusCode, Json<Health>) {
-    let probe = Probe::run(&app).await;
-    (probe.http_status(), Json(probe.health(&app)))
+async fn health(
+    State(ops): State<Ops>,
+    State(http): State<HttpState>,
+) -> (StatusCode, Json<Health>) {
+    let probe = Probe::run(&ops, &http).await;
+    (probe.http_status(), Json(probe.health(&ops)))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -226,17 +230,19 @@ pub struct ProjectionDetail {
 }
 
 /// Each projection's checkpoint and whether it has events left to apply.
-async fn projection_details(app: &App) -> Vec<ProjectionDetail> {
-    let head = app.log.feed_head().await.ok();
+async fn projection_details(ops: &Ops) -> Vec<ProjectionDetail> {
+    let head = ops.log().feed_head().await.ok();
     let mut projections = Vec::new();
     for name in projection::ALL {
-        let checkpoint = app
-            .log
+        let checkpoint = ops
+            .log()
             .load_checkpoint(&projection::checkpoint_name(name))
             .await
             .ok();
         let behind = match (head, checkpoint) {
-            (Some(head), Some(checkpoint)) => lag::behind(app, name, checkpoint, head).await.ok(),
+            (Some(head), Some(checkpoint)) => {
+                lag::behind(ops.log(), name, checkpoint, head).await.ok()
+            }
             _ => None,
         };
         projections.push(ProjectionDetail {
@@ -262,36 +268,39 @@ pub struct SealDetail {
         (status = 200, description = "Working (possibly degraded)", body = DetailedHealth),
         (status = 503, description = "The database is unreachable", body = DetailedHealth),
     ))]
-async fn detailed(State(app): State<App>) -> (StatusCode, Json<DetailedHealth>) {
-    let probe = Probe::run(&app).await;
+async fn detailed(
+    State(ops): State<Ops>,
+    State(http): State<HttpState>,
+) -> (StatusCode, Json<DetailedHealth>) {
+    let probe = Probe::run(&ops, &http).await;
     // A failing read leaves its figure empty: the database status says why.
     let (head, projections) = (
-        app.log.feed_head().await.ok(),
-        projection_details(&app).await,
+        ops.log().feed_head().await.ok(),
+        projection_details(&ops).await,
     );
-    let last_seal = app.log.last_seal().await.ok().flatten();
+    let last_seal = ops.log().last_seal().await.ok().flatten();
     let body = DetailedHealth {
-        summary: probe.health(&app),
+        summary: probe.health(&ops),
         timestamp: Utc::now(),
         database: DatabaseDetail {
             status: probe.database,
-            backend: app.log.backend().name(),
+            backend: ops.log().backend().name(),
             latency_ms: probe.database_latency_ms,
             head_position: head.map(|c| c.position),
         },
         event_bus: BusDetail {
             status: probe.event_bus,
-            kind: app.bus.name(),
+            kind: ops.bus().name(),
         },
         rate_limits: RateLimitDetail {
-            backend: app.limiter.backend(),
+            backend: http.limiter.backend(),
             redis: probe.redis,
         },
         projections,
         seals: SealDetail {
             last_seal_number: last_seal.as_ref().map(|s| s.seal_number),
             sealed_through_position: last_seal.as_ref().map(|s| s.to_position),
-            interval_seconds: app.settings.seal_interval.as_secs(),
+            interval_seconds: ops.seal_interval().as_secs(),
         },
     };
     (probe.http_status(), Json(body))

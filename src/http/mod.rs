@@ -10,6 +10,7 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 pub mod agents;
+pub mod caller;
 pub mod context;
 pub mod debates;
 pub mod docs;
@@ -22,6 +23,7 @@ pub mod recent_errors;
 pub mod routes;
 pub mod serve;
 pub mod shared;
+pub mod state;
 pub mod system;
 pub mod version;
 pub mod whole;
@@ -37,12 +39,14 @@ use tower_http::timeout::TimeoutLayer;
 
 use self::docs::ApiDocs;
 use self::routes::{RouteTable, Routes};
-use crate::app::App;
+use self::state::{ApiState, HttpState};
+use crate::auth::Auth;
 
 /// What the platform middleware shares.
 #[derive(Debug, Clone)]
 pub struct Platform {
-    pub app: App,
+    pub auth: Auth,
+    pub http: HttpState,
     pub routes: Arc<RouteTable>,
 }
 
@@ -60,20 +64,22 @@ pub fn routes() -> Routes {
 }
 
 /// The full API router.
-pub fn router(app: App) -> Router {
-    with_platform(app, routes())
+pub fn router(state: impl Into<ApiState>) -> Router {
+    with_platform(state, routes())
 }
 
 /// `routes` inside the platform layers, documented and limited like the
 /// rest of the API.
-pub fn with_platform(app: App, routes: Routes) -> Router {
+pub fn with_platform(state: impl Into<ApiState>, routes: Routes) -> Router {
+    let app: ApiState = state.into();
     let (router, table, paths, schemas) = routes.into_parts();
     let table = Arc::new(table);
     let mut document = docs::document(paths, schemas, &table);
     debates::fit_create_schema(&mut document, app.agents.name_pattern());
     let docs = Arc::new(ApiDocs::new(&document));
     let platform = Platform {
-        app: app.clone(),
+        auth: app.auth.clone(),
+        http: app.http.clone(),
         routes: table.clone(),
     };
     let http = &app.settings.http;

@@ -14,7 +14,7 @@ use utoipa::openapi::{RefOr, schema::Schema};
 use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::ratelimit::{Action, PathLimit};
-use crate::app::App;
+use super::state::ApiState;
 use crate::auth::rbac::Permission;
 
 /// Schemas the handlers' annotations name, by name.
@@ -215,7 +215,7 @@ impl RouteTable {
 
 /// A router under construction with its mounts and documentation.
 pub struct Routes {
-    router: Router<App>,
+    router: Router<ApiState>,
     paths: Paths,
     schemas: Schemas,
     mounts: Vec<Mount>,
@@ -238,7 +238,7 @@ impl Routes {
     }
 
     /// Registers handlers made by `utoipa_axum::routes!` (one path each).
-    pub fn add(mut self, routes: UtoipaMethodRouter<App>, spec: RouteSpec) -> Self {
+    pub fn add(mut self, routes: UtoipaMethodRouter<ApiState>, spec: RouteSpec) -> Self {
         let (schemas, paths, method_router) = routes;
         for (canonical, item) in &paths.paths {
             let item = serde_json::to_value(item).unwrap_or_default();
@@ -264,7 +264,7 @@ impl Routes {
         self
     }
 
-    pub fn into_parts(self) -> (Router<App>, RouteTable, Paths, Schemas) {
+    pub fn into_parts(self) -> (Router<ApiState>, RouteTable, Paths, Schemas) {
         let mut table = RouteTable::default();
         for mount in self.mounts {
             let mount = Arc::new(mount);

@@ -17,8 +17,8 @@ use super::ratelimit::{Action, AuthPath, Backend, PathLimit, Principal, Quota, T
 use super::recent_errors::{CAPACITY, RecordedError};
 use super::routes::{RouteSpec, RouteTable, Routes};
 use super::version::ListLinks;
-use crate::app::App;
 use crate::auth::rbac::Permission;
+use crate::http::state::HttpState;
 
 fn admin() -> RouteSpec {
     RouteSpec::new().requires(Permission::Admin)
@@ -56,7 +56,7 @@ pub struct RecentErrorsPage {
 #[utoipa::path(get, path = "/api/system/errors", tag = "operations", params(ErrorsQuery),
     responses((status = 200, body = RecentErrorsPage)))]
 async fn recent_errors(
-    State(app): State<App>,
+    State(http): State<HttpState>,
     ApiQuery(query): ApiQuery<ErrorsQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
     let limit = query.limit.unwrap_or(20);
@@ -65,7 +65,7 @@ async fn recent_errors(
             "limit must be between 1 and {CAPACITY}, not {limit}"
         )));
     }
-    let (errors, total) = app.recent_errors.latest(limit as usize);
+    let (errors, total) = http.recent_errors.latest(limit as usize);
     let page = RecentErrorsPage {
         errors,
         total,
@@ -93,8 +93,8 @@ pub struct LimiterState {
 /// The limiter's live state on this replica.
 #[utoipa::path(get, path = "/api/system/rate-limits", tag = "operations",
     responses((status = 200, body = LimiterState)))]
-async fn system_rate_limits(State(app): State<App>) -> Json<LimiterState> {
-    let limiter = &app.limiter;
+async fn system_rate_limits(State(http): State<HttpState>) -> Json<LimiterState> {
+    let limiter = &http.limiter;
     let (checks, rejections, uncounted) = limiter.totals();
     Json(LimiterState {
         backend: limiter.backend(),
@@ -136,10 +136,10 @@ pub struct RateLimitConfig {
 #[utoipa::path(get, path = "/api/rate-limits/config", tag = "operations",
     responses((status = 200, body = RateLimitConfig)))]
 async fn rate_limit_config(
-    State(app): State<App>,
+    State(http): State<HttpState>,
     Extension(table): Extension<Arc<RouteTable>>,
 ) -> Json<RateLimitConfig> {
-    let limiter = &app.limiter;
+    let limiter = &http.limiter;
     let settings = limiter.settings();
     let endpoints = table
         .mounts()
@@ -201,7 +201,7 @@ pub struct UserRateStatus {
     responses((status = 200, body = UserRateStatus),
         (status = 401, description = "No authenticated caller")))]
 async fn rate_limit_status(
-    State(app): State<App>,
+    State(http): State<HttpState>,
     principal: Option<Extension<Principal>>,
 ) -> Result<Json<UserRateStatus>, ApiError> {
     let Some(Extension(principal)) = principal else {
@@ -209,7 +209,7 @@ async fn rate_limit_status(
             "Authentication required: per-user limits belong to a signed-in user".to_owned(),
         ));
     };
-    let limits = app
+    let limits = http
         .limiter
         .user_status(&principal)
         .await

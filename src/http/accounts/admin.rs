@@ -10,10 +10,9 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
 use super::Done;
-use crate::app::App;
-use crate::auth::Caller;
 use crate::auth::admin::LockoutStatus;
 use crate::auth::rbac::Permission;
+use crate::auth::{Auth, Caller};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, ApiQuery};
 use crate::http::ratelimit::Action;
@@ -121,7 +120,7 @@ pub struct UserList {
         (status = 400, description = "limit or offset out of range"),
         (status = 422, description = "search longer than 254 characters")))]
 async fn list_users(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ApiQuery(query): ApiQuery<UsersQuery>,
 ) -> Result<Json<UserList>, ApiError> {
     let limit = match query.limit {
@@ -136,7 +135,7 @@ async fn list_users(
     let offset = u64::try_from(query.offset.unwrap_or(0))
         .map_err(|_| ApiError::bad_request("offset must not be negative"))?;
     let search = query.search.as_deref();
-    let (users, total) = app.auth.list_users(search, limit, offset).await?;
+    let (users, total) = auth.list_users(search, limit, offset).await?;
     let count = users.len();
     // v2 adds `links` from total, limit and offset (context.rs).
     let users = Shared::new(users.into_iter().map(AdminUser::from).collect());
@@ -155,10 +154,10 @@ async fn list_users(
     params(("user_id" = String, Path)),
     responses((status = 200, body = LockoutStatus)))]
 async fn lockout_status(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ApiPath(user_id): ApiPath<String>,
 ) -> Result<Json<LockoutStatus>, ApiError> {
-    Ok(Json(app.auth.lockout_status(&user_id).await?))
+    Ok(Json(auth.lockout_status(&user_id).await?))
 }
 
 /// Clears a user's lock and failed login count.
@@ -166,11 +165,11 @@ async fn lockout_status(
     params(("user_id" = String, Path)),
     responses((status = 200, body = LockoutStatus)))]
 async fn unlock_user(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     caller: Caller,
     ApiPath(user_id): ApiPath<String>,
 ) -> Result<Json<LockoutStatus>, ApiError> {
-    Ok(Json(app.auth.unlock(&caller.user_id, &user_id).await?))
+    Ok(Json(auth.unlock(&caller.user_id, &user_id).await?))
 }
 
 /// Resets a user's MFA (a lost authenticator).
@@ -178,11 +177,11 @@ async fn unlock_user(
     params(("user_id" = String, Path)),
     responses((status = 200, body = Done), (status = 409, description = "MFA is not enabled")))]
 async fn reset_user_mfa(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     caller: Caller,
     ApiPath(user_id): ApiPath<String>,
 ) -> Result<Json<Done>, ApiError> {
-    app.auth.reset_mfa(&caller.user_id, &user_id).await?;
+    auth.reset_mfa(&caller.user_id, &user_id).await?;
     Ok(Json(Done::new("MFA reset")))
 }
 
@@ -199,11 +198,11 @@ pub struct AccountAction {
     params(("id" = String, Path)),
     responses((status = 200, body = AccountAction)))]
 async fn disable_user(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AccountAction>, ApiError> {
-    let sessions_revoked = app.auth.disable(&caller.user_id, &id).await?;
+    let sessions_revoked = auth.disable(&caller.user_id, &id).await?;
     Ok(Json(AccountAction {
         success: true,
         user_id: id,
@@ -218,11 +217,11 @@ async fn disable_user(
     params(("id" = String, Path)),
     responses((status = 200, body = AccountAction), (status = 404, description = "No such user")))]
 async fn enable_user(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AccountAction>, ApiError> {
-    app.auth.enable(&caller.user_id, &id).await?;
+    auth.enable(&caller.user_id, &id).await?;
     Ok(Json(AccountAction {
         success: true,
         user_id: id,
@@ -235,11 +234,11 @@ async fn enable_user(
     params(("id" = String, Path)),
     responses((status = 200, body = AccountAction)))]
 async fn revoke_user_tokens(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AccountAction>, ApiError> {
-    let sessions_revoked = app.auth.revoke_all(&caller.user_id, &id).await?;
+    let sessions_revoked = auth.revoke_all(&caller.user_id, &id).await?;
     Ok(Json(AccountAction {
         success: true,
         user_id: id,

@@ -9,9 +9,9 @@ use utoipa::ToSchema;
 use utoipa_axum::routes;
 
 use super::Done;
-use crate::app::App;
-use crate::auth::AccountHolder;
+use crate::auth::Auth;
 use crate::auth::api_keys::{ApiKeyInfo, NewApiKey};
+use crate::http::caller::AccountHolder;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiPath};
 use crate::http::routes::{RouteSpec, Routes};
@@ -35,10 +35,10 @@ pub fn routes() -> Routes {
         (status = 403, description = "Account disabled"),
         (status = 409, description = "No `default` key to replace and the caller already holds `SERVICE_MAX_API_KEYS_PER_USER` keys")))]
 async fn create_api_key(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<(StatusCode, Json<NewApiKey>), ApiError> {
-    let key = app.auth.create_api_key(&caller.user_id).await?;
+    let key = auth.create_api_key(&caller.user_id).await?;
     Ok((StatusCode::CREATED, Json(key)))
 }
 
@@ -46,10 +46,10 @@ async fn create_api_key(
 #[utoipa::path(delete, path = "/api/auth/api-key", tag = "auth",
     responses((status = 200, body = Done), (status = 409, description = "No API key named `default` exists")))]
 async fn revoke_api_key(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<Done>, ApiError> {
-    app.auth.revoke_api_key(&caller.user_id).await?;
+    auth.revoke_api_key(&caller.user_id).await?;
     Ok(Json(Done::new("API key revoked")))
 }
 
@@ -73,12 +73,11 @@ pub struct NewKeyBody {
         (status = 409, description = "A live key already has this name, or the caller holds `SERVICE_MAX_API_KEYS_PER_USER` keys"),
         (status = 422, description = "The name is empty, longer than 100 characters or holds a control character; or the body has other fields (`scopes`, `expires_at` are not supported)")))]
 async fn create_named_api_key(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<NewKeyBody>,
 ) -> Result<(StatusCode, Json<NewApiKey>), ApiError> {
-    let key = app
-        .auth
+    let key = auth
         .create_named_api_key(&caller.user_id, &body.name)
         .await?;
     Ok((StatusCode::CREATED, Json(key)))
@@ -99,10 +98,10 @@ pub struct ApiKeyList {
 #[utoipa::path(get, path = "/api/auth/api-keys", tag = "auth",
     responses((status = 200, body = ApiKeyList)))]
 async fn list_api_keys(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<ApiKeyList>, ApiError> {
-    let keys = app.auth.api_keys(&caller.user_id).await?;
+    let keys = auth.api_keys(&caller.user_id).await?;
     let total = keys.len();
     let keys = Shared::new(keys);
     Ok(Json(ApiKeyList {
@@ -118,12 +117,10 @@ async fn list_api_keys(
     responses((status = 200, body = Done),
         (status = 404, description = "No live key of the caller has this id (another user's key included)")))]
 async fn revoke_api_key_by_id(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiPath(key_id): ApiPath<String>,
 ) -> Result<Json<Done>, ApiError> {
-    app.auth
-        .revoke_api_key_by_id(&caller.user_id, &key_id)
-        .await?;
+    auth.revoke_api_key_by_id(&caller.user_id, &key_id).await?;
     Ok(Json(Done::new("API key revoked")))
 }

@@ -7,9 +7,9 @@ use utoipa::ToSchema;
 use utoipa_axum::routes;
 
 use super::Done;
-use crate::app::App;
-use crate::auth::AccountHolder;
+use crate::auth::Auth;
 use crate::auth::mfa::MfaSetup;
+use crate::http::caller::AccountHolder;
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::{RouteSpec, Routes};
@@ -32,10 +32,10 @@ pub struct CodeBody {
 #[utoipa::path(post, path = "/api/auth/mfa/setup", tag = "auth",
     responses((status = 200, body = MfaSetup), (status = 409, description = "MFA is already enabled")))]
 async fn mfa_setup(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<MfaSetup>, ApiError> {
-    Ok(Json(app.auth.begin_mfa(&caller.user_id).await?))
+    Ok(Json(auth.begin_mfa(&caller.user_id).await?))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -51,11 +51,11 @@ pub struct MfaEnabled {
         (status = 401, description = "Invalid authentication code; at the fifth wrong code with this session or key, it has ended"),
         (status = 409, description = "MFA is already enabled; setup has not been started; or enough code checks of this session or key are already under way to reach the limit")))]
 async fn mfa_enable(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<CodeBody>,
 ) -> Result<Json<MfaEnabled>, ApiError> {
-    let backup_codes = app.auth.enable_mfa(&caller, &body.code).await?;
+    let backup_codes = auth.enable_mfa(&caller, &body.code).await?;
     Ok(Json(MfaEnabled {
         success: true,
         backup_codes,
@@ -68,10 +68,10 @@ async fn mfa_enable(
         (status = 401, description = "Invalid authentication code; at the fifth wrong code with this session or key, it has ended"),
         (status = 409, description = "MFA is not enabled, or enough code checks of this session or key are already under way to reach the limit")))]
 async fn mfa_disable(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<CodeBody>,
 ) -> Result<Json<Done>, ApiError> {
-    app.auth.disable_mfa(&caller, &body.code).await?;
+    auth.disable_mfa(&caller, &body.code).await?;
     Ok(Json(Done::new("MFA disabled")))
 }

@@ -13,7 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use agon_aggregates::account::Device;
 use agon_projections::accounts::AccountView;
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::header::USER_AGENT;
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
@@ -23,8 +23,8 @@ use utoipa::ToSchema;
 use super::error::ApiError;
 use super::ratelimit::client_ip;
 use super::routes::Routes;
-use crate::app::App;
 use crate::auth::device;
+use crate::http::state::HttpState;
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -40,10 +40,15 @@ pub fn routes() -> Routes {
 #[derive(Debug, Clone)]
 pub struct ClientDevice(pub Device);
 
-impl FromRequestParts<App> for ClientDevice {
+impl<S> FromRequestParts<S> for ClientDevice
+where
+    S: Send + Sync,
+    HttpState: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let http = HttpState::from_ref(state);
         let peer = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
@@ -51,7 +56,7 @@ impl FromRequestParts<App> for ClientDevice {
         let ip = client_ip(
             peer,
             &parts.headers,
-            &app.settings.rate_limits.trusted_proxies,
+            &http.limiter.settings().trusted_proxies,
         );
         let agent = parts.headers.get(USER_AGENT).and_then(|v| v.to_str().ok());
         Ok(ClientDevice(device::describe(agent, Some(ip.to_string()))))

@@ -11,10 +11,10 @@ use utoipa::ToSchema;
 use utoipa_axum::routes;
 
 use super::{ClientDevice, Done, UserProfile};
-use crate::app::App;
 use crate::auth::login::{LoginOutcome, NewAccount};
 use crate::auth::tokens::TokenPair;
-use crate::auth::{AccountHolder, Caller};
+use crate::auth::{Auth, Caller};
+use crate::http::caller::AccountHolder;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiPath};
 use crate::http::ratelimit::{AuthPath, PathLimit};
@@ -83,10 +83,10 @@ pub struct Registered {
 #[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = RegisterBody,
     responses((status = 201, body = Registered), (status = 409, description = "Email already registered")))]
 async fn register(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<(StatusCode, Json<Registered>), ApiError> {
-    let account = app.auth.register(body.new_account(), false).await?;
+    let account = auth.register(body.new_account(), false).await?;
     Ok((
         StatusCode::CREATED,
         Json(Registered {
@@ -156,11 +156,11 @@ impl From<LoginOutcome> for LoginResponse {
         (status = 403, description = "Account disabled (only for the right password)"),
         (status = 423, description = "Account locked for X seconds: locked, or enough checks already under way to reach the next lock (`Retry-After` and `details.retry_after` give the seconds)")))]
 async fn login(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ClientDevice(device): ClientDevice,
     ApiJson(body): ApiJson<LoginBody>,
 ) -> Result<Json<LoginResponse>, ApiError> {
-    let outcome = app.auth.login(&body.email, &body.password, device).await?;
+    let outcome = auth.login(&body.email, &body.password, device).await?;
     Ok(Json(outcome.into()))
 }
 
@@ -181,12 +181,11 @@ pub struct SecondFactorBody {
         (status = 403, description = "Account disabled"),
         (status = 423, description = "Account locked for X seconds (as for sign-in)")))]
 async fn login_second_factor(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ClientDevice(device): ClientDevice,
     ApiJson(body): ApiJson<SecondFactorBody>,
 ) -> Result<Json<LoginResponse>, ApiError> {
-    let outcome = app
-        .auth
+    let outcome = auth
         .login_second_factor(&body.mfa_token, &body.code, device)
         .await?;
     Ok(Json(outcome.into()))
@@ -204,16 +203,16 @@ pub struct RefreshBody {
     responses((status = 200, body = TokenPair),
         (status = 401, description = "Token expired or invalid (also when the session ended or the account is disabled)")))]
 async fn refresh(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ApiJson(body): ApiJson<RefreshBody>,
 ) -> Result<Json<TokenPair>, ApiError> {
-    Ok(Json(app.auth.refresh(&body.refresh_token).await?))
+    Ok(Json(auth.refresh(&body.refresh_token).await?))
 }
 
 /// Ends the session of the presented access token.
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth",
     responses((status = 200, body = Done)))]
-async fn logout(State(app): State<App>, caller: Caller) -> Result<Json<Done>, ApiError> {
+async fn logout(State(auth): State<Auth>, caller: Caller) -> Result<Json<Done>, ApiError> {
     let session_id = caller
         .session_id()
         .ok_or_else(|| {
@@ -223,8 +222,7 @@ async fn logout(State(app): State<App>, caller: Caller) -> Result<Json<Done>, Ap
             )
         })?
         .to_owned();
-    app.auth
-        .end_session(&caller, &session_id, RevokeReason::Logout)
+    auth.end_session(&caller, &session_id, RevokeReason::Logout)
         .await?;
     Ok(Json(Done::new("Logged out")))
 }
@@ -233,10 +231,10 @@ async fn logout(State(app): State<App>, caller: Caller) -> Result<Json<Done>, Ap
 #[utoipa::path(get, path = "/api/auth/me", tag = "auth",
     responses((status = 200, body = UserProfile)))]
 async fn me(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<UserProfile>, ApiError> {
-    Ok(Json(app.auth.view(&caller.user_id).await?.into()))
+    Ok(Json(auth.view(&caller.user_id).await?.into()))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -265,11 +263,10 @@ pub struct SessionList {
 #[utoipa::path(get, path = "/api/auth/sessions", tag = "auth",
     responses((status = 200, body = SessionList)))]
 async fn list_sessions(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<SessionList>, ApiError> {
-    let sessions: Vec<SessionInfo> = app
-        .auth
+    let sessions: Vec<SessionInfo> = auth
         .sessions(&caller.user_id)
         .await?
         .into_iter()
@@ -302,10 +299,10 @@ pub struct Revoked {
 #[utoipa::path(delete, path = "/api/auth/sessions", tag = "auth",
     responses((status = 200, body = Revoked)))]
 async fn end_other_sessions(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<Revoked>, ApiError> {
-    let revoked = app.auth.end_other_sessions(&caller).await?;
+    let revoked = auth.end_other_sessions(&caller).await?;
     Ok(Json(Revoked {
         success: true,
         revoked,
@@ -317,12 +314,11 @@ async fn end_other_sessions(
     params(("session_id" = String, Path, description = "A session id (a token's jti)")),
     responses((status = 200, body = Done), (status = 404, description = "No such session of the caller")))]
 async fn end_session(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiPath(session_id): ApiPath<String>,
 ) -> Result<Json<Done>, ApiError> {
-    app.auth
-        .end_session(&caller, &session_id, RevokeReason::Deleted)
+    auth.end_session(&caller, &session_id, RevokeReason::Deleted)
         .await?;
     Ok(Json(Done::new("Session revoked")))
 }
@@ -346,12 +342,11 @@ pub struct PasswordBody {
         (status = 409, description = "Enough password checks of this session or key are already under way to reach the limit; retry shortly"),
         (status = 422, description = "New password breaks the policy, or equals the current one")))]
 async fn change_password(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<PasswordBody>,
 ) -> Result<Json<Revoked>, ApiError> {
-    let revoked = app
-        .auth
+    let revoked = auth
         .change_password(&caller, &body.current_password, &body.new_password)
         .await?;
     Ok(Json(Revoked {

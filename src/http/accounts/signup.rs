@@ -11,9 +11,9 @@ use utoipa_axum::routes;
 
 use super::session::RegisterBody;
 use super::{Done, UserProfile};
-use crate::app::App;
 use crate::auth::signup::{InviteCheck, Membership, SentInvite};
-use crate::auth::{AccountHolder, Caller, Credential};
+use crate::auth::{Auth, Caller, Credential};
+use crate::http::caller::AccountHolder;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiQuery, WantsHtml, error_page, page};
 use crate::http::ratelimit::{AuthPath, PathLimit};
@@ -50,10 +50,10 @@ pub struct SignedUp {
 #[utoipa::path(post, path = "/api/auth/signup", tag = "auth", request_body = RegisterBody,
     responses((status = 201, body = SignedUp), (status = 409, description = "Email already registered")))]
 async fn signup(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<(StatusCode, Json<SignedUp>), ApiError> {
-    let (account, verification_sent) = app.auth.signup(body.new_account()).await?;
+    let (account, verification_sent) = auth.signup(body.new_account()).await?;
     Ok((
         StatusCode::CREATED,
         Json(SignedUp {
@@ -77,10 +77,10 @@ pub struct TokenBody {
     responses((status = 200, body = Done), (status = 404, description = "Unknown token"),
         (status = 409, description = "Token expired, or the email is already verified")))]
 async fn verify_email(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ApiJson(body): ApiJson<TokenBody>,
 ) -> Result<Json<Done>, ApiError> {
-    app.auth.verify_email(&body.token).await?;
+    auth.verify_email(&body.token).await?;
     Ok(Json(Done::new("Email verified")))
 }
 
@@ -89,11 +89,11 @@ async fn verify_email(
     responses((status = 200, body = Done), (status = 404, description = "Unknown token"),
         (status = 409, description = "Token expired, or the email is already verified")))]
 async fn verify_email_link(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     WantsHtml(html): WantsHtml,
     ApiQuery(query): ApiQuery<TokenBody>,
 ) -> Result<Response, ApiError> {
-    let verified = app.auth.verify_email(&query.token).await;
+    let verified = auth.verify_email(&query.token).await;
     if html {
         // A browser opened the link in the mail: answer with a page.
         let title = "Email verification";
@@ -120,10 +120,10 @@ pub struct MailSent {
 #[utoipa::path(post, path = "/api/auth/resend-verification", tag = "auth",
     responses((status = 200, body = MailSent), (status = 409, description = "Already verified")))]
 async fn resend_verification(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
 ) -> Result<Json<MailSent>, ApiError> {
-    let sent = app.auth.resend_verification(&caller.user_id).await?;
+    let sent = auth.resend_verification(&caller.user_id).await?;
     Ok(Json(MailSent {
         success: true,
         sent,
@@ -150,12 +150,11 @@ pub struct OrganizationBody {
 #[utoipa::path(post, path = "/api/auth/setup-organization", tag = "auth", request_body = OrganizationBody,
     responses((status = 201, body = Membership), (status = 409, description = "Already in an organization")))]
 async fn setup_organization(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<OrganizationBody>,
 ) -> Result<(StatusCode, Json<Membership>), ApiError> {
-    let membership = app
-        .auth
+    let membership = auth
         .setup_organization(&caller.user_id, &body.org_name)
         .await?;
     Ok((StatusCode::CREATED, Json(membership)))
@@ -177,11 +176,11 @@ pub struct InviteBody {
     responses((status = 201, body = SentInvite), (status = 403, description = "Not an owner or admin of the organization"),
         (status = 409, description = "The caller has no organization yet, or the address cannot be invited into it")))]
 async fn invite(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<InviteBody>,
 ) -> Result<(StatusCode, Json<SentInvite>), ApiError> {
-    let sent = app.auth.invite(&caller, &body.email, &body.role).await?;
+    let sent = auth.invite(&caller, &body.email, &body.role).await?;
     Ok((StatusCode::CREATED, Json(sent)))
 }
 
@@ -201,7 +200,7 @@ pub struct AcceptInviteBody {
         (status = 403, description = "The invitation is addressed to someone else"),
         (status = 409, description = "Expired or used; or the invited address already has an account; or the user already has an organization")))]
 async fn accept_invite(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     caller: Option<Caller>,
     ApiJson(body): ApiJson<AcceptInviteBody>,
 ) -> Result<Json<Membership>, ApiError> {
@@ -214,8 +213,7 @@ async fn accept_invite(
             Credential::Session { .. } | Credential::ApiKey { .. }
         )
     });
-    let membership = app
-        .auth
+    let membership = auth
         .accept_invite(&body.token, caller.as_ref(), new_account)
         .await?;
     Ok(Json(membership))
@@ -225,11 +223,11 @@ async fn accept_invite(
 #[utoipa::path(get, path = "/api/auth/check-invite", tag = "auth", params(TokenBody),
     responses((status = 200, body = InviteCheck)))]
 async fn check_invite(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     WantsHtml(html): WantsHtml,
     ApiQuery(query): ApiQuery<TokenBody>,
 ) -> Result<Response, ApiError> {
-    let check = app.auth.check_invite(&query.token).await;
+    let check = auth.check_invite(&query.token).await;
     if html {
         // A browser opened the link in the mail: answer with a page.
         return Ok(match check {

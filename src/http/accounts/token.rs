@@ -12,10 +12,9 @@ use utoipa::ToSchema;
 use utoipa_axum::routes;
 
 use super::ClientDevice;
-use crate::app::App;
-use crate::auth::AuthError;
 use crate::auth::login::LoginOutcome;
 use crate::auth::tokens::TokenPair;
+use crate::auth::{Auth, AuthError};
 use crate::http::ratelimit::{AuthPath, PathLimit};
 use crate::http::routes::{RouteSpec, Routes};
 
@@ -104,7 +103,7 @@ fn no_store(mut response: Response) -> Response {
     request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, body = OAuthToken), (status = 400, body = OAuthError)))]
 async fn token(
-    State(app): State<App>,
+    State(auth): State<Auth>,
     ClientDevice(device): ClientDevice,
     form: Result<Form<HashMap<String, String>>, axum::extract::rejection::FormRejection>,
 ) -> Response {
@@ -121,7 +120,7 @@ async fn token(
             let (Some(username), Some(password)) = (field("username"), field("password")) else {
                 return oauth_error("invalid_request", "username and password are required");
             };
-            match app.auth.login(username, password, device).await {
+            match auth.login(username, password, device).await {
                 Ok(LoginOutcome::Signed { tokens, .. }) => Ok(tokens),
                 Ok(LoginOutcome::SecondFactorRequired { .. }) => {
                     return oauth_error(
@@ -136,7 +135,7 @@ async fn token(
             let Some(refresh_token) = field("refresh_token") else {
                 return oauth_error("invalid_request", "refresh_token is required");
             };
-            app.auth.refresh(refresh_token).await
+            auth.refresh(refresh_token).await
         }
         Some(_) => {
             return oauth_error(

@@ -11,9 +11,8 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::agents::{Agents, ResolveError};
-use crate::app::App;
 use crate::auth::Caller;
-use crate::debates::{self, CreateError, NewDebate};
+use crate::debates::{CreateError, Debates, NewDebate};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::whole;
@@ -199,17 +198,18 @@ impl CreateDebateBody {
         (status = 400, description = "Malformed JSON, or an agent whose provider has no key here"),
         (status = 422, description = "A field is missing, of the wrong type or out of range (fewer than 2 agents, a duplicate agent, rounds outside 1 to 12, a bad protocol); the message and `details` name the field")))]
 pub async fn create_debate(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     caller: Caller,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateDebateBody>,
 ) -> Result<(StatusCode, Json<CreatedDebate>), ApiError> {
-    let new = body.into_new(&app.agents)?;
+    let new = body.into_new(debates.agents())?;
     let request_id = headers
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let debate = debates::create(&app, new, Some(&caller), request_id)
+    let debate = debates
+        .create(new, Some(&caller), request_id)
         .await
         .map_err(|e| match e {
             CreateError::Invalid { field, reason } => field_error(&field, reason),

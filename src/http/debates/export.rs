@@ -1,20 +1,18 @@
 //! `GET /api/debates/export`: the caller's debate history as one JSON
 //! document, as JSON lines, or as CSV (one row per debate).
 
-use agon_projections::Debates;
 use axum::extract::State;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::read::{StatusName, filter_for};
+use super::read::StatusName;
 use super::views::{DebateDetail, DebateSummary};
-use crate::app::App;
 use crate::auth::Caller;
+use crate::debates::Debates;
 use crate::http::error::ApiError;
 use crate::http::extract::ApiQuery;
-use crate::projection::Documents;
 
 /// Most debates one export holds (newest first).
 pub const MAX_EXPORT: u32 = 10_000;
@@ -50,7 +48,7 @@ pub enum ExportFormat {
         content(("application/json"), ("application/x-ndjson"), ("text/csv"))),
         (status = 400, description = "Unknown format or status")))]
 pub async fn export_debates(
-    State(app): State<App>,
+    State(service): State<Debates>,
     caller: Caller,
     ApiQuery(query): ApiQuery<ExportQuery>,
 ) -> Result<Response, ApiError> {
@@ -62,12 +60,11 @@ pub async fn export_debates(
         )));
     }
     let state = query.status.map(StatusName::as_str);
-    let documents = Documents::new(app.log.clone());
     let mut debates = Vec::new();
     while (debates.len() as u32) < limit {
         let want = PAGE.min(limit - debates.len() as u32);
-        let (page, _) = documents
-            .list::<Debates>(filter_for(&caller, state), want, debates.len() as u64)
+        let (page, _) = service
+            .list(&caller, state, want, debates.len() as u64)
             .await?;
         let last = page.len() < want as usize;
         debates.extend(page);
@@ -90,7 +87,7 @@ pub async fn export_debates(
             let body = serde_json::json!({
                 "debates": details,
                 "count": details.len(),
-                "exported_at": app.clock.now(),
+                "exported_at": service.now(),
             });
             ("application/json", "json", body.to_string())
         }

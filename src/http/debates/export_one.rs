@@ -11,8 +11,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::export::{CSV_HEADER, push_row, rfc3339, summary_fields};
 use super::read::find;
 use super::views::DebateDetail;
-use crate::app::App;
 use crate::auth::Caller;
+use crate::debates::Debates;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, ApiQuery};
 
@@ -55,12 +55,12 @@ pub struct OneQuery {
         (status = 400, description = "Unknown format or table"),
         (status = 404, description = "No such debate")))]
 pub async fn export_debate(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     caller: Caller,
     ApiPath((id, format)): ApiPath<(String, OneFormat)>,
     ApiQuery(query): ApiQuery<OneQuery>,
 ) -> Result<Response, ApiError> {
-    let debate = find(&app, &caller, &id).await?;
+    let debate = find(&debates, &caller, &id).await?;
     let (content_type, extension, body) = match format {
         OneFormat::Json => (
             "application/json",

@@ -7,7 +7,7 @@ mod export;
 mod export_one;
 mod read;
 mod schema;
-pub mod views;
+pub use crate::views::debates as views;
 
 use utoipa_axum::routes;
 

@@ -2,7 +2,6 @@
 //! from the `debates` read model.
 
 use agon_aggregates::debate::{Debate, DebateStatus};
-use agon_projections::Debates;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -11,14 +10,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
-use super::views::{ConsensusBody, DebateDetail, DebateOutcome, DebateSummary, MessageView};
-use crate::app::App;
+use super::views::{ConsensusBody, DebateDetail, DebateSummary, MessageView};
 use crate::auth::Caller;
-use crate::debates::{visible, visible_to};
+use crate::debates::Debates;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::http::shared::Shared;
-use crate::projection::{Documents, ListFilter};
 
 /// Default page size of debate listings (§8.2).
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -99,30 +96,22 @@ pub fn page_offset(offset: Option<i32>) -> Result<u32, ApiError> {
         .map_err(|_| ApiError::bad_request("offset must not be negative"))
 }
 
-/// The listing filter a caller gets: admins see every debate, others their own.
-pub fn filter_for<'a>(caller: &'a Caller, state: Option<&'a str>) -> ListFilter<'a> {
-    ListFilter {
-        owner: (!caller.is_admin()).then_some(caller.user_id.as_str()),
-        state,
-    }
-}
-
 /// Lists the caller's debates (every debate for admins), newest first.
 #[utoipa::path(get, path = "/api/debates", tag = "debates", params(ListQuery),
     responses((status = 200, body = DebateList)))]
 pub async fn list_debates(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<DebateList>, ApiError> {
     let limit = page_limit(query.limit)?;
     let offset = page_offset(query.offset)?;
     let state = query.status.map(StatusName::as_str);
-    let (debates, total) = Documents::new(app.log.clone())
-        .list::<Debates>(filter_for(&caller, state), limit, u64::from(offset))
+    let (found, total) = debates
+        .list(&caller, state, limit, u64::from(offset))
         .await?;
-    let count = debates.len();
-    let page = Shared::new(debates.iter().map(DebateSummary::from).collect());
+    let count = found.len();
+    let page = Shared::new(found.iter().map(DebateSummary::from).collect());
     Ok(Json(DebateList {
         debates: page.clone(),
         items: page,
@@ -136,19 +125,14 @@ pub async fn list_debates(
 }
 
 /// The debate `id` if the caller may see it (404 otherwise: its existence is not revealed).
-pub async fn find(app: &App, caller: &Caller, id: &str) -> Result<Debate, ApiError> {
-    let not_found = || ApiError::NotFound {
+pub async fn find(debates: &Debates, caller: &Caller, id: &str) -> Result<Debate, ApiError> {
+    debates.get(caller, id).await?.ok_or_else(|| not_found(id))
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::NotFound {
         resource_type: "debate",
         resource_id: Some(id.to_owned()),
-    };
-    let debate = Documents::new(app.log.clone())
-        .get::<Debates>(id)
-        .await?
-        .ok_or_else(not_found)?;
-    if visible(app, caller, &debate).await? {
-        Ok(debate)
-    } else {
-        Err(not_found())
     }
 }
 
@@ -157,11 +141,13 @@ pub async fn find(app: &App, caller: &Caller, id: &str) -> Result<Debate, ApiErr
     params(("id" = String, Path)),
     responses((status = 200, body = DebateDetail), (status = 404, description = "No such debate")))]
 pub async fn get_debate(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<DebateDetail>, ApiError> {
-    Ok(Json(DebateDetail::from(&find(&app, &caller, &id).await?)))
+    Ok(Json(DebateDetail::from(
+        &find(&debates, &caller, &id).await?,
+    )))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -194,14 +180,14 @@ pub struct MessagePage {
     params(("id" = String, Path), PageQuery),
     responses((status = 200, body = MessagePage), (status = 404, description = "No such debate")))]
 pub async fn list_messages(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<MessagePage>, ApiError> {
     let limit = page_limit(query.limit)?;
     let offset = page_offset(query.offset)?;
-    let debate = find(&app, &caller, &id).await?;
+    let debate = find(&debates, &caller, &id).await?;
     let start = usize::try_from(offset).unwrap_or(usize::MAX);
     let messages: Vec<MessageView> = debate
         .messages
@@ -245,26 +231,14 @@ pub struct ConsensusPending {
         (status = 404, description = "No such debate"),
         (status = 409, description = "The debate failed; no consensus")))]
 pub async fn get_consensus(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    let found = Documents::new(app.log.clone())
-        .get_part::<Debates, DebateOutcome>(&id)
-        .await?;
-    let debate = match found {
-        Some(d)
-            if visible_to(&app, &caller, d.created_by.as_deref(), d.org_id.as_deref()).await? =>
-        {
-            d
-        }
-        _ => {
-            return Err(ApiError::NotFound {
-                resource_type: "debate",
-                resource_id: Some(id.clone()),
-            });
-        }
-    };
+    let debate = debates
+        .outcome(&caller, &id)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
     if let Some(body) =
         ConsensusBody::completed(&debate.id, debate.status, debate.consensus.as_ref())
     {
@@ -314,7 +288,7 @@ pub struct BatchResult {
     request_body = BatchBody,
     responses((status = 200, body = BatchResult), (status = 422, description = "More than 100 ids, or debate_ids missing or not a list of strings")))]
 pub async fn batch_debates(
-    State(app): State<App>,
+    State(debates): State<Debates>,
     caller: Caller,
     ApiJson(body): ApiJson<BatchBody>,
 ) -> Result<Json<BatchResult>, ApiError> {
@@ -332,22 +306,14 @@ pub async fn batch_debates(
     let mut ids = body.debate_ids;
     let mut seen = std::collections::HashSet::new();
     ids.retain(|id| seen.insert(id.clone()));
-    let found = Documents::new(app.log.clone())
-        .many::<Debates>(&ids)
-        .await?;
-    let mut debates = Vec::with_capacity(found.len());
-    let mut not_found = Vec::new();
-    for id in &ids {
-        let debate = found.iter().find(|d| &d.id == id);
-        match debate {
-            Some(debate) if visible(&app, &caller, debate).await? => {
-                debates.push(DebateDetail::from(debate));
-            }
-            _ => not_found.push(id.clone()),
-        }
-    }
-    let count = debates.len();
-    let debates = Shared::new(debates);
+    let found = debates.many(&caller, &ids).await?;
+    let not_found = ids
+        .iter()
+        .filter(|id| !found.iter().any(|d| &d.id == *id))
+        .cloned()
+        .collect();
+    let count = found.len();
+    let debates = Shared::new(found.iter().map(DebateDetail::from).collect());
     Ok(Json(BatchResult {
         count,
         items: debates.clone(),

@@ -8,8 +8,7 @@ use agon_projections::{
     Organizations, Projection, Sessions,
 };
 
-use crate::app::App;
-use crate::store::StoreError;
+use crate::store::{EventLog, StoreError};
 
 /// Events read per query while looking past a checkpoint.
 const PAGE: i64 = 500;
@@ -20,7 +19,7 @@ const MOST: usize = 10_000;
 /// Whether `name` would change anything with the events in
 /// (`checkpoint`, `head`].
 pub(super) async fn behind(
-    app: &App,
+    log: &EventLog,
     name: &str,
     checkpoint: Cursor,
     head: Cursor,
@@ -28,7 +27,7 @@ pub(super) async fn behind(
     let mut after = checkpoint;
     let mut seen = 0;
     while after < head {
-        let page = app.log.read_feed(after, PAGE).await?;
+        let page = log.read_feed(after, PAGE).await?;
         let Some(last) = page.last() else {
             return Ok(false);
         };

@@ -10,7 +10,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{Probe, projection_details};
-use crate::app::App;
+use crate::http::state::HttpState;
+use crate::ops::Ops;
 
 /// `ok` while the process answers.
 #[derive(Debug, Serialize, ToSchema)]
@@ -47,12 +48,15 @@ pub(super) async fn healthz() -> Json<Liveness> {
         (status = 200, description = "Ready for traffic", body = Readiness),
         (status = 503, description = "Not ready; the body says why", body = Readiness),
     ))]
-pub(super) async fn readyz(State(app): State<App>) -> (StatusCode, Json<Readiness>) {
-    let probe = Probe::run(&app).await;
+pub(super) async fn readyz(
+    State(ops): State<Ops>,
+    State(http): State<HttpState>,
+) -> (StatusCode, Json<Readiness>) {
+    let probe = Probe::run(&ops, &http).await;
     let store = probe.database == "healthy";
     let bus = probe.event_bus == "healthy";
     let (projections, behind) = if store {
-        let behind: Vec<&'static str> = projection_details(&app)
+        let behind: Vec<&'static str> = projection_details(&ops)
             .await
             .into_iter()
             // Unknown (the head or a checkpoint unreadable) is not ready.

@@ -16,7 +16,7 @@ use crate::http::error::ApiError;
 use crate::http::routes::Mount;
 
 pub async fn limits(State(platform): State<Platform>, request: Request, next: Next) -> Response {
-    let limiter = &platform.app.limiter;
+    let limiter = &platform.http.limiter;
     let connect = request.extensions().get::<ConnectInfo<SocketAddr>>();
     let peer = connect.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     let ip = client_ip(peer, request.headers(), &limiter.settings().trusted_proxies);

@@ -10,7 +10,7 @@ use agon_aggregates::debate::{
     Stage, VoteChoice, VotingSummary,
 };
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -284,18 +284,6 @@ pub struct ConsensusBody {
     pub baseline: MajorityBaseline,
     /// Agents that failed during the debate and did not vote.
     pub failed_agents: Vec<String>,
-}
-
-/// What the consensus endpoint reads of a debate document (the messages
-/// are skipped, not built: clients poll this).
-#[derive(Debug, Deserialize)]
-pub struct DebateOutcome {
-    pub id: String,
-    pub status: DebateStatus,
-    pub consensus: Option<ConsensusResult>,
-    pub failure_reason: Option<String>,
-    pub created_by: Option<String>,
-    pub org_id: Option<String>,
 }
 
 impl ConsensusBody {

@@ -1,27 +1,19 @@
-//! Starting debates and deciding who may see them, shared by the HTTP API
-//! and the `agon debate` command.
+//! What makes a debate request acceptable: the checks and defaults that
+//! turn what a caller asked for into the create command's protocol, shared
+//! by the HTTP API and the `agon debate` command.
 
-use agon_aggregates::CommandMeta;
 use agon_aggregates::debate::{
-    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, Debate, DebateCommand,
-    DebateError, MAX_AGENTS, MAX_ROUNDS, MIN_AGENTS, Next, Protocol,
+    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, MAX_AGENTS, MAX_ROUNDS,
+    MIN_AGENTS, Protocol,
 };
-use agon_projections::accounts::AccountView;
-use agon_projections::{Accounts, Debates};
 use thiserror::Error;
 
 use crate::agents::{Agents, Provider, ResolveError};
-use crate::app::App;
-use crate::auth::Caller;
-use crate::projection::Documents;
-use crate::store::{CommandError, StoreError};
 
 /// Longest topic accepted, in characters.
 pub const MAX_TOPIC_CHARS: usize = 2_000;
 /// Longest context accepted, in characters.
 pub const MAX_CONTEXT_CHARS: usize = 20_000;
-/// How long a create waits for the read model to list the new debate.
-const READ_MODEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Most phases a protocol may name.
 pub const MAX_PHASES: usize = 8;
 
@@ -53,7 +45,7 @@ pub enum CreateError {
     Store(String),
 }
 
-fn invalid(field: &str, reason: impl Into<String>) -> CreateError {
+pub(super) fn invalid(field: &str, reason: impl Into<String>) -> CreateError {
     CreateError::Invalid {
         field: field.to_owned(),
         reason: reason.into(),
@@ -221,111 +213,4 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
         threshold,
         judge: new.judge.clone(),
     })
-}
-
-/// Creates a debate and, when a slot is free, starts it before returning.
-pub async fn create(
-    app: &App,
-    mut new: NewDebate,
-    caller: Option<&Caller>,
-    request_id: Option<String>,
-) -> Result<Debate, CreateError> {
-    let protocol = protocol_for(&mut new, &app.agents)?;
-    let id = uuid::Uuid::now_v7().to_string();
-    let command = DebateCommand::Create {
-        debate_id: id.clone(),
-        topic: new.topic,
-        context: new.context.filter(|c| !c.trim().is_empty()),
-        agents: new.agents,
-        protocol,
-        created_by: caller.map(|c| c.user_id.clone()),
-        org_id: caller.and_then(|c| c.org_id.clone()),
-        at: app.clock.now(),
-    };
-    let meta = CommandMeta {
-        request_id,
-        ..CommandMeta::by(caller.map_or("cli", |c| c.user_id.as_str()))
-    };
-    app.runner.reserve(&id);
-    let admission = app.runner.admission(&id).await;
-    let start = admission.as_ref().map(|_| DebateCommand::Start {
-        at: app.clock.now(),
-    });
-    let created = match app.log.load_held::<Debate>(&id).await {
-        Ok(mut held) => app
-            .log
-            .run_then(
-                &mut held,
-                command,
-                |state| start.clone().filter(|_| state.next() == Next::Start),
-                meta,
-            )
-            .await
-            .map(|_| held.state().clone()),
-        Err(e) => Err(e),
-    };
-    let created = match created {
-        Ok(created) => created,
-        Err(e) => {
-            app.runner.abandon(&id, admission).await;
-            return Err(match e {
-                CommandError::Rejected(DebateError::Invalid(m)) => invalid("debate", m),
-                other => CreateError::Store(other.to_string()),
-            });
-        }
-    };
-    metrics::counter!("service_debates_total").increment(1);
-    let debate = app.runner.launch(admission, created).await;
-    // Answer once the read model lists it, so that the creator (on any
-    // replica) can read it straight away.
-    Documents::new(app.log.clone())
-        .wait_for::<Debates>(&id, READ_MODEL_WAIT, |_| true)
-        .await
-        .map_err(|e| CreateError::Store(e.to_string()))?;
-    Ok(debate)
-}
-
-/// Whether `caller` may see `debate`: its creator, members of its
-/// creator's organization, and admins. Membership is read from the
-/// `accounts` read model as it is now, not from the organization a token
-/// named when the debate was created (README "Who sees a debate").
-pub async fn visible(app: &App, caller: &Caller, debate: &Debate) -> Result<bool, StoreError> {
-    visible_to(
-        app,
-        caller,
-        debate.created_by.as_deref(),
-        debate.org_id.as_deref(),
-    )
-    .await
-}
-
-/// [`visible`] from a debate's creator and the organization recorded at
-/// creation (used only for creators without an account, such as callers
-/// identified by a trusted proxy's headers).
-pub async fn visible_to(
-    app: &App,
-    caller: &Caller,
-    created_by: Option<&str>,
-    org_id: Option<&str>,
-) -> Result<bool, StoreError> {
-    if caller.is_admin() || created_by == Some(caller.user_id.as_str()) {
-        return Ok(true);
-    }
-    let Some(creator) = created_by else {
-        return Ok(false);
-    };
-    let documents = Documents::new(app.log.clone());
-    let current_org = |account: Option<AccountView>, fallback: Option<&str>| match account {
-        Some(account) => account.org_id,
-        None => fallback.map(str::to_owned),
-    };
-    let theirs = current_org(documents.get::<Accounts>(creator).await?, org_id);
-    let Some(theirs) = theirs else {
-        return Ok(false);
-    };
-    let mine = current_org(
-        documents.get::<Accounts>(&caller.user_id).await?,
-        caller.org_id.as_deref(),
-    );
-    Ok(mine.as_deref() == Some(theirs.as_str()))
 }

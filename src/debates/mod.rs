@@ -1,0 +1,12 @@
+//! The debates area: the application service the HTTP API and the `agon
+//! debate` command share ([`Debates`]), and the rules a request must meet
+//! before it becomes a command ([`rules`]).
+
+pub mod rules;
+mod service;
+
+pub use rules::{
+    CreateError, MAX_CONTEXT_CHARS, MAX_PHASES, MAX_TOPIC_CHARS, NewDebate, auto_agents,
+    canonical_agent, protocol_for,
+};
+pub use service::{DebateOutcome, Debates};

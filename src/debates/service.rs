@@ -1,0 +1,242 @@
+//! The debates service: creates debates (starting them when a slot is
+//! free) and reads them back for callers allowed to see them.
+
+use agon_aggregates::CommandMeta;
+use agon_aggregates::debate::{
+    ConsensusResult, Debate, DebateCommand, DebateError, DebateStatus, Next,
+};
+use agon_projections::accounts::AccountView;
+use agon_projections::leaderboard::LeaderboardView;
+use agon_projections::{Accounts, Debates as DebateDocs, Leaderboard};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use super::rules::{CreateError, NewDebate, invalid, protocol_for};
+use crate::agents::Agents;
+use crate::auth::Caller;
+use crate::clock::Clock;
+use crate::projection::{Documents, ListFilter, load_view};
+use crate::runner::Runner;
+use crate::store::{CommandError, EventLog, StoreError};
+
+/// How long a create waits for the read model to list the new debate.
+const READ_MODEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What the consensus endpoint reads of a debate document (the messages
+/// are skipped, not built: clients poll this).
+#[derive(Debug, Deserialize)]
+pub struct DebateOutcome {
+    pub id: String,
+    pub status: DebateStatus,
+    pub consensus: Option<ConsensusResult>,
+    pub failure_reason: Option<String>,
+    pub created_by: Option<String>,
+    pub org_id: Option<String>,
+}
+
+/// The debates service; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Debates {
+    log: EventLog,
+    documents: Documents,
+    clock: Clock,
+    agents: Agents,
+    runner: Runner,
+}
+
+impl Debates {
+    pub fn new(log: EventLog, clock: Clock, agents: Agents, runner: Runner) -> Self {
+        Self {
+            documents: Documents::new(log.clone()),
+            log,
+            clock,
+            agents,
+            runner,
+        }
+    }
+
+    /// The agents this deployment can seat.
+    pub fn agents(&self) -> &Agents {
+        &self.agents
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Creates a debate and, when a slot is free, starts it before returning.
+    pub async fn create(
+        &self,
+        mut new: NewDebate,
+        caller: Option<&Caller>,
+        request_id: Option<String>,
+    ) -> Result<Debate, CreateError> {
+        let protocol = protocol_for(&mut new, &self.agents)?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let command = DebateCommand::Create {
+            debate_id: id.clone(),
+            topic: new.topic,
+            context: new.context.filter(|c| !c.trim().is_empty()),
+            agents: new.agents,
+            protocol,
+            created_by: caller.map(|c| c.user_id.clone()),
+            org_id: caller.and_then(|c| c.org_id.clone()),
+            at: self.clock.now(),
+        };
+        let meta = CommandMeta {
+            request_id,
+            ..CommandMeta::by(caller.map_or("cli", |c| c.user_id.as_str()))
+        };
+        self.runner.reserve(&id);
+        let admission = self.runner.admission(&id).await;
+        let start = admission.as_ref().map(|_| DebateCommand::Start {
+            at: self.clock.now(),
+        });
+        let created = match self.log.load_held::<Debate>(&id).await {
+            Ok(mut held) => self
+                .log
+                .run_then(
+                    &mut held,
+                    command,
+                    |state| start.clone().filter(|_| state.next() == Next::Start),
+                    meta,
+                )
+                .await
+                .map(|_| held.state().clone()),
+            Err(e) => Err(e),
+        };
+        let created = match created {
+            Ok(created) => created,
+            Err(e) => {
+                self.runner.abandon(&id, admission).await;
+                return Err(match e {
+                    CommandError::Rejected(DebateError::Invalid(m)) => invalid("debate", m),
+                    other => CreateError::Store(other.to_string()),
+                });
+            }
+        };
+        metrics::counter!("service_debates_total").increment(1);
+        let debate = self.runner.launch(admission, created).await;
+        // Answer once the read model lists it, so that the creator (on any
+        // replica) can read it straight away.
+        self.documents
+            .wait_for::<DebateDocs>(&id, READ_MODEL_WAIT, |_| true)
+            .await
+            .map_err(|e| CreateError::Store(e.to_string()))?;
+        Ok(debate)
+    }
+
+    /// The debate `id` as the read model has it, if `caller` may see it.
+    pub async fn get(&self, caller: &Caller, id: &str) -> Result<Option<Debate>, StoreError> {
+        match self.documents.get::<DebateDocs>(id).await? {
+            Some(debate) if self.visible(caller, &debate).await? => Ok(Some(debate)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The debate `id` without its messages, if `caller` may see it.
+    pub async fn outcome(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Option<DebateOutcome>, StoreError> {
+        match self
+            .documents
+            .get_part::<DebateDocs, DebateOutcome>(id)
+            .await?
+        {
+            Some(d)
+                if self
+                    .visible_to(caller, d.created_by.as_deref(), d.org_id.as_deref())
+                    .await? =>
+            {
+                Ok(Some(d))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The debates among `ids` that `caller` may see, in the order asked.
+    pub async fn many(&self, caller: &Caller, ids: &[String]) -> Result<Vec<Debate>, StoreError> {
+        let found = self.documents.many::<DebateDocs>(ids).await?;
+        let mut visible = Vec::with_capacity(found.len());
+        for id in ids {
+            if let Some(debate) = found.iter().find(|d| &d.id == id)
+                && self.visible(caller, debate).await?
+            {
+                visible.push(debate.clone());
+            }
+        }
+        Ok(visible)
+    }
+
+    /// A page of the caller's debates (every debate for admins), newest
+    /// first, in status `state` when given, with how many match in all.
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        state: Option<&str>,
+        limit: u32,
+        offset: u64,
+    ) -> Result<(Vec<Debate>, u64), StoreError> {
+        self.documents
+            .list::<DebateDocs>(filter_for(caller, state), limit, offset)
+            .await
+    }
+
+    /// The agents' ratings as the leaderboard projection has them.
+    pub async fn leaderboard(&self) -> Result<LeaderboardView, StoreError> {
+        load_view::<Leaderboard>(&self.log).await
+    }
+
+    /// Whether `caller` may see `debate`: its creator, members of its
+    /// creator's organization, and admins. Membership is read from the
+    /// `accounts` read model as it is now, not from the organization a token
+    /// named when the debate was created (README "Who sees a debate").
+    pub async fn visible(&self, caller: &Caller, debate: &Debate) -> Result<bool, StoreError> {
+        self.visible_to(
+            caller,
+            debate.created_by.as_deref(),
+            debate.org_id.as_deref(),
+        )
+        .await
+    }
+
+    /// [`Self::visible`] from a debate's creator and the organization
+    /// recorded at creation (used only for creators without an account,
+    /// such as callers identified by a trusted proxy's headers).
+    async fn visible_to(
+        &self,
+        caller: &Caller,
+        created_by: Option<&str>,
+        org_id: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        if caller.is_admin() || created_by == Some(caller.user_id.as_str()) {
+            return Ok(true);
+        }
+        let Some(creator) = created_by else {
+            return Ok(false);
+        };
+        let current_org = |account: Option<AccountView>, fallback: Option<&str>| match account {
+            Some(account) => account.org_id,
+            None => fallback.map(str::to_owned),
+        };
+        let theirs = current_org(self.documents.get::<Accounts>(creator).await?, org_id);
+        let Some(theirs) = theirs else {
+            return Ok(false);
+        };
+        let mine = current_org(
+            self.documents.get::<Accounts>(&caller.user_id).await?,
+            caller.org_id.as_deref(),
+        );
+        Ok(mine.as_deref() == Some(theirs.as_str()))
+    }
+}
+
+/// The listing filter a caller gets: admins see every debate, others their own.
+fn filter_for<'a>(caller: &'a Caller, state: Option<&'a str>) -> ListFilter<'a> {
+    ListFilter {
+        owner: (!caller.is_admin()).then_some(caller.user_id.as_str()),
+        state,
+    }
+}

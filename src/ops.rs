@@ -1,0 +1,60 @@
+//! The operations service: what the health, metrics and admin reads need to
+//! know about the running process (store, bus, agents' breakers, uptime).
+
+use std::time::{Duration, Instant};
+
+use agon_projections::AdminStats;
+use agon_projections::admin_stats::AdminStatsView;
+
+use crate::agents::Agents;
+use crate::bus::Bus;
+use crate::projection::load_view;
+use crate::store::{EventLog, StoreError};
+
+/// The operations service; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Ops {
+    log: EventLog,
+    bus: Bus,
+    agents: Agents,
+    started: Instant,
+    seal_interval: Duration,
+}
+
+impl Ops {
+    pub fn new(log: EventLog, bus: Bus, agents: Agents, seal_interval: Duration) -> Self {
+        Self {
+            log,
+            bus,
+            agents,
+            started: Instant::now(),
+            seal_interval,
+        }
+    }
+
+    /// The event log, for probes of the store and of the read models' lag.
+    pub fn log(&self) -> &EventLog {
+        &self.log
+    }
+
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    pub fn agents(&self) -> &Agents {
+        &self.agents
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn seal_interval(&self) -> Duration {
+        self.seal_interval
+    }
+
+    /// The service-wide counts of the admin statistics read model.
+    pub async fn admin_stats(&self) -> Result<AdminStatsView, StoreError> {
+        load_view::<AdminStats>(&self.log).await
+    }
+}
