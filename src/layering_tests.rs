@@ -11,7 +11,15 @@ use std::path::{Path, PathBuf};
 const SERVICES: [&str; 7] = [
     "auth", "debates", "ops", "runner", "agents", "mail", "views",
 ];
-const ADAPTERS: [&str; 6] = ["store", "bus", "projection", "crypto", "config", "clock"];
+const ADAPTERS: [&str; 7] = [
+    "store",
+    "bus",
+    "projection",
+    "crypto",
+    "config",
+    "clock",
+    "request",
+];
 
 /// Every non-test source file under `src/`, as (path relative to `src/`, text).
 fn sources() -> Vec<(String, String)> {

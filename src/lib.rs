@@ -26,6 +26,7 @@ pub mod http;
 pub mod mail;
 pub mod ops;
 pub mod projection;
+pub mod request;
 pub mod runner;
 pub mod store;
 pub mod views;

@@ -11,8 +11,10 @@ pub mod email_claim;
 pub mod meta;
 pub mod money;
 pub mod organization;
+pub mod rejection;
 
 pub use meta::CommandMeta;
+pub use rejection::{Rejection, RejectionKind};
 
 /// An aggregate that decides a command into events without touching itself;
 /// its `Aggregate::handle` is then [`record`], so that every aggregate turns

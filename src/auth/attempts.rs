@@ -190,9 +190,7 @@ impl Auth {
 pub(super) async fn detached<T: Send + 'static>(
     work: impl Future<Output = Result<T, AuthError>> + Send + 'static,
 ) -> Result<T, AuthError> {
-    tokio::spawn(work)
-        .await
-        .map_err(|e| AuthError::Internal(format!("credential check task: {e}")))?
+    crate::request::spawn_in_scope(work).await?
 }
 
 /// Stands in for an account stream when the address is unknown.

@@ -78,8 +78,7 @@ impl Auth {
         let users = texts
             .iter()
             .map(|text| serde_json::from_str(text))
-            .collect::<Result<_, _>>()
-            .map_err(|e| AuthError::Internal(format!("account document: {e}")))?;
+            .collect::<Result<_, _>>()?;
         Ok((users, u64::try_from(total).unwrap_or(0)))
     }
 }

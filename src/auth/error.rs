@@ -5,7 +5,10 @@ use agon_aggregates::email_claim::EmailClaimError;
 use agon_aggregates::organization::OrganizationError;
 use thiserror::Error;
 
+use crate::crypto::fields::FieldError;
 use crate::crypto::jwt::TokenError;
+use crate::crypto::password::PasswordError;
+use crate::crypto::totp::TotpError;
 use crate::store::{CommandError, StoreError};
 
 #[derive(Debug, Error)]
@@ -38,13 +41,44 @@ pub enum AuthError {
         resource_type: &'static str,
         resource_id: String,
     },
-    #[error("{0}")]
-    Internal(String),
+    /// Other writers kept the account's stream busy through every retry.
+    #[error("Too many concurrent changes to this account; retry shortly")]
+    Contended,
+    #[error("event store: {0}")]
+    Store(#[from] StoreError),
+    #[error("password hashing: {0}")]
+    Password(#[from] PasswordError),
+    #[error("cannot sign a token: {0}")]
+    Signing(#[source] jsonwebtoken::errors::Error),
+    #[error("encrypted field: {0}")]
+    Field(#[from] FieldError),
+    #[error("authenticator setup: {0}")]
+    Totp(#[from] TotpError),
+    #[error("stored account document: {0}")]
+    Document(#[from] serde_json::Error),
+    #[error("credential check task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    /// A rule of the service itself broke (a bug, not a request's fault).
+    #[error("internal invariant: {0}")]
+    Invariant(&'static str),
 }
 
-impl From<StoreError> for AuthError {
-    fn from(e: StoreError) -> Self {
-        AuthError::Internal(e.to_string())
+impl AuthError {
+    /// Whether the service, not the request, failed (a 5xx, never an
+    /// answer about the credential).
+    pub fn is_fault(&self) -> bool {
+        matches!(
+            self,
+            AuthError::Contended
+                | AuthError::Store(_)
+                | AuthError::Password(_)
+                | AuthError::Signing(_)
+                | AuthError::Field(_)
+                | AuthError::Totp(_)
+                | AuthError::Document(_)
+                | AuthError::Task(_)
+                | AuthError::Invariant(_)
+        )
     }
 }
 
@@ -61,7 +95,8 @@ impl From<CommandError<AccountError>> for AuthError {
     fn from(e: CommandError<AccountError>) -> Self {
         match e {
             CommandError::Rejected(e) => e.into(),
-            CommandError::Store(e) => AuthError::Internal(e),
+            CommandError::Store(e) => AuthError::Store(e),
+            CommandError::Contended { .. } => AuthError::Contended,
         }
     }
 }
@@ -110,7 +145,8 @@ impl From<CommandError<OrganizationError>> for AuthError {
     fn from(e: CommandError<OrganizationError>) -> Self {
         use OrganizationError as O;
         match e {
-            CommandError::Store(e) => AuthError::Internal(e),
+            CommandError::Store(e) => AuthError::Store(e),
+            CommandError::Contended { .. } => AuthError::Contended,
             CommandError::Rejected(e) => match e {
                 O::NotAllowed => AuthError::Forbidden(capitalized(&e.to_string())),
                 O::InvalidName | O::InvalidRole => AuthError::Invalid(capitalized(&e.to_string())),
@@ -140,7 +176,8 @@ impl From<CommandError<EmailClaimError>> for AuthError {
             CommandError::Rejected(EmailClaimError::Taken) => {
                 AuthError::Conflict("Email is already registered".to_owned())
             }
-            CommandError::Store(e) => AuthError::Internal(e),
+            CommandError::Store(e) => AuthError::Store(e),
+            CommandError::Contended { .. } => AuthError::Contended,
         }
     }
 }

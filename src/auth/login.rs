@@ -46,6 +46,7 @@ pub struct NewAccount<'a> {
 impl Auth {
     /// Creates an account; the email is claimed first so that two
     /// registrations of one address cannot both succeed.
+    #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn register(
         &self,
         new: NewAccount<'_>,
@@ -65,11 +66,7 @@ impl Auth {
                 "Email is already registered".to_owned(),
             ));
         }
-        let password_hash = self
-            .hasher()
-            .hash(new.password.to_owned())
-            .await
-            .map_err(|e| AuthError::Internal(e.to_string()))?;
+        let password_hash = self.hasher().hash(new.password.to_owned()).await?;
         let user_id = uuid::Uuid::new_v4().to_string();
         self.log()
             .execute::<EmailClaim>(
@@ -101,6 +98,7 @@ impl Auth {
     /// Checks email and password; opens a session or asks for the second
     /// factor. The check is reserved first (see [`super::attempts`]) and
     /// runs as its own task, so a client hanging up cannot strand it.
+    #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn login(
         &self,
         email: &str,
@@ -297,10 +295,7 @@ impl Auth {
             let Some(secret) = &account.mfa.secret else {
                 return Ok(None);
             };
-            let secret = self
-                .cipher()
-                .decrypt(secret)
-                .map_err(|e| AuthError::Internal(format!("MFA secret: {e}")))?;
+            let secret = self.cipher().decrypt(secret)?;
             let now = u64::try_from(self.clock().unix()).unwrap_or_default();
             return Ok(
                 totp::matching_step(&secret, code, now).map(|step| SecondFactor::Totp { step })

@@ -13,6 +13,7 @@ use crate::crypto::password::check_policy;
 
 impl Auth {
     /// Exchanges a refresh token for a new pair; a reused one ends its session.
+    #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn refresh(&self, refresh_token: &str) -> Result<TokenPair, AuthError> {
         let claims = self.check_token(refresh_token, TokenType::Refresh)?;
         let generation = claims.generation.ok_or(AuthError::InvalidToken)?;
@@ -101,6 +102,7 @@ impl Auth {
     /// is counted against the caller's credential, not the account's lock:
     /// someone else's failed sign-ins do not stop the owner, and a stolen
     /// session gets [`agon_aggregates::account::REAUTH_LIMIT`] guesses before it ends.
+    #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn change_password(
         &self,
         caller: &Caller,
@@ -156,7 +158,7 @@ impl Auth {
             Ok(hash) => hash,
             Err(e) => {
                 self.end_attempt(gate, user_id, &attempt_id).await;
-                return Err(AuthError::Internal(e.to_string()));
+                return Err(e.into());
             }
         };
         let change = AccountCommand::ChangePassword {

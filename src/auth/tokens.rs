@@ -92,9 +92,7 @@ impl Auth {
     }
 
     fn sign(&self, claims: &Claims) -> Result<String, AuthError> {
-        self.keys()
-            .issue(claims)
-            .map_err(|e| AuthError::Internal(format!("cannot sign a token: {e}")))
+        self.keys().issue(claims).map_err(AuthError::Signing)
     }
 
     /// The claims of `token` if it is a valid token of type `kind` now.

@@ -3,12 +3,13 @@
 //! by the HTTP API and the `agon debate` command.
 
 use agon_aggregates::debate::{
-    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, MAX_AGENTS, MAX_ROUNDS,
-    MIN_AGENTS, Protocol,
+    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, DebateError, MAX_AGENTS,
+    MAX_ROUNDS, MIN_AGENTS, Protocol,
 };
 use thiserror::Error;
 
 use crate::agents::{Agents, Provider, ResolveError};
+use crate::store::{CommandError, StoreError};
 
 /// Longest topic accepted, in characters.
 pub const MAX_TOPIC_CHARS: usize = 2_000;
@@ -41,11 +42,27 @@ pub enum CreateError {
     /// provider has no key here (a 400 naming the missing variable).
     #[error("{field}: {reason}")]
     Unserved { field: String, reason: String },
+    /// The aggregate refused the command (a rule the checks above missed).
+    #[error(transparent)]
+    Rejected(#[from] DebateError),
     #[error("event store: {0}")]
-    Store(String),
+    Store(#[from] StoreError),
+    /// Other writers kept the new debate's stream busy through every retry.
+    #[error("the debate's stream stayed contended; retry shortly")]
+    Contended,
 }
 
-pub(super) fn invalid(field: &str, reason: impl Into<String>) -> CreateError {
+impl From<CommandError<DebateError>> for CreateError {
+    fn from(e: CommandError<DebateError>) -> Self {
+        match e {
+            CommandError::Rejected(e) => CreateError::Rejected(e),
+            CommandError::Store(e) => CreateError::Store(e),
+            CommandError::Contended { .. } => CreateError::Contended,
+        }
+    }
+}
+
+fn invalid(field: &str, reason: impl Into<String>) -> CreateError {
     CreateError::Invalid {
         field: field.to_owned(),
         reason: reason.into(),

@@ -2,22 +2,20 @@
 //! free) and reads them back for callers allowed to see them.
 
 use agon_aggregates::CommandMeta;
-use agon_aggregates::debate::{
-    ConsensusResult, Debate, DebateCommand, DebateError, DebateStatus, Next,
-};
+use agon_aggregates::debate::{ConsensusResult, Debate, DebateCommand, DebateStatus, Next};
 use agon_projections::accounts::AccountView;
 use agon_projections::leaderboard::LeaderboardView;
 use agon_projections::{Accounts, Debates as DebateDocs, Leaderboard};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::rules::{CreateError, NewDebate, invalid, protocol_for};
+use super::rules::{CreateError, NewDebate, protocol_for};
 use crate::agents::Agents;
 use crate::auth::Caller;
 use crate::clock::Clock;
 use crate::projection::{Documents, ListFilter, load_view};
 use crate::runner::Runner;
-use crate::store::{CommandError, EventLog, StoreError};
+use crate::store::{EventLog, StoreError};
 
 /// How long a create waits for the read model to list the new debate.
 const READ_MODEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -65,6 +63,7 @@ impl Debates {
     }
 
     /// Creates a debate and, when a slot is free, starts it before returning.
+    #[tracing::instrument(skip_all, err(level = "debug"))]
     pub async fn create(
         &self,
         mut new: NewDebate,
@@ -109,10 +108,7 @@ impl Debates {
             Ok(created) => created,
             Err(e) => {
                 self.runner.abandon(&id, admission).await;
-                return Err(match e {
-                    CommandError::Rejected(DebateError::Invalid(m)) => invalid("debate", m),
-                    other => CreateError::Store(other.to_string()),
-                });
+                return Err(e.into());
             }
         };
         metrics::counter!("service_debates_total").increment(1);
@@ -121,12 +117,12 @@ impl Debates {
         // replica) can read it straight away.
         self.documents
             .wait_for::<DebateDocs>(&id, READ_MODEL_WAIT, |_| true)
-            .await
-            .map_err(|e| CreateError::Store(e.to_string()))?;
+            .await?;
         Ok(debate)
     }
 
     /// The debate `id` as the read model has it, if `caller` may see it.
+    #[tracing::instrument(skip_all, fields(debate_id = %id), err(level = "debug"))]
     pub async fn get(&self, caller: &Caller, id: &str) -> Result<Option<Debate>, StoreError> {
         match self.documents.get::<DebateDocs>(id).await? {
             Some(debate) if self.visible(caller, &debate).await? => Ok(Some(debate)),
@@ -135,6 +131,7 @@ impl Debates {
     }
 
     /// The debate `id` without its messages, if `caller` may see it.
+    #[tracing::instrument(skip_all, fields(debate_id = %id), err(level = "debug"))]
     pub async fn outcome(
         &self,
         caller: &Caller,
@@ -157,6 +154,7 @@ impl Debates {
     }
 
     /// The debates among `ids` that `caller` may see, in the order asked.
+    #[tracing::instrument(skip_all, fields(ids = ids.len()), err(level = "debug"))]
     pub async fn many(&self, caller: &Caller, ids: &[String]) -> Result<Vec<Debate>, StoreError> {
         let found = self.documents.many::<DebateDocs>(ids).await?;
         let mut visible = Vec::with_capacity(found.len());
@@ -172,6 +170,7 @@ impl Debates {
 
     /// A page of the caller's debates (every debate for admins), newest
     /// first, in status `state` when given, with how many match in all.
+    #[tracing::instrument(skip_all, fields(limit, offset), err(level = "debug"))]
     pub async fn list(
         &self,
         caller: &Caller,

@@ -71,7 +71,12 @@ pub async fn context(
                 let limit = platform.http.max_header_bytes;
                 let mut response = match oversized(&request, limit) {
                     Some(status) => status.into_response(),
-                    None => next.run(request).await,
+                    None => {
+                        let scope = crate::request::RequestScope {
+                            request_id: request_id.0.clone(),
+                        };
+                        crate::request::within(scope, next.run(request)).await
+                    }
                 };
                 if let Some(self_link) = self_link
                     && mount.as_ref().is_some_and(|m| m.enveloped)

@@ -4,6 +4,7 @@
 //! the request's API version asks for (general, v1, v2, or the rate-limit
 //! form on every 429) and logs internal causes, which are never sent.
 
+use agon_aggregates::{Rejection, RejectionKind};
 use std::sync::Arc;
 
 use axum::Json;
@@ -45,6 +46,15 @@ pub enum ApiError {
     /// Sign-in refused while the account is locked (§8.2); 423 with `Retry-After`.
     #[error("Account locked for {remaining_seconds} seconds")]
     Locked { remaining_seconds: i64 },
+    /// An aggregate refused a command: the status follows the kind of
+    /// refusal, and the rule's own code rides beside the generic one.
+    #[error("{message}")]
+    Rejected {
+        kind: RejectionKind,
+        rule: &'static str,
+        message: String,
+        field: Option<&'static str>,
+    },
     #[error("{0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -75,6 +85,22 @@ impl ApiError {
         }
     }
 
+    /// The one mapping of every aggregate's refusals; `field` names the
+    /// request field the broken rule is about, when there is one.
+    pub fn rejected(refusal: &dyn Rejection, field: Option<&'static str>) -> Self {
+        let text = refusal.to_string();
+        let message = match field {
+            Some(field) => format!("{field}: {text}"),
+            None => crate::auth::error::capitalized(&text),
+        };
+        ApiError::Rejected {
+            kind: refusal.kind(),
+            rule: refusal.code(),
+            message,
+            field,
+        }
+    }
+
     pub fn validation(message: impl Into<String>, details: Value) -> Self {
         ApiError::Validation {
             message: message.into(),
@@ -99,6 +125,13 @@ impl ApiError {
             }
             ApiError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
             ApiError::Locked { .. } => (StatusCode::LOCKED, "ACCOUNT_LOCKED"),
+            ApiError::Rejected { kind, .. } => match kind {
+                RejectionKind::Invalid => (StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_ERROR"),
+                RejectionKind::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+                RejectionKind::Conflict => (StatusCode::CONFLICT, "CONFLICT"),
+                RejectionKind::Forbidden => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+                RejectionKind::Locked => (StatusCode::LOCKED, "LOCKED"),
+            },
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         };
@@ -122,24 +155,23 @@ impl ApiError {
                 report.details = json!({"retry_after": remaining_seconds});
                 report.retry_after = Some(remaining_seconds);
             }
+            ApiError::Rejected {
+                rule,
+                field,
+                message,
+                ..
+            } => {
+                report.details = match field {
+                    Some(field) => json!({"field": field, "reason": message, "rule": rule}),
+                    None => json!({"rule": rule}),
+                };
+                report.rule = Some(rule);
+            }
             ApiError::Unavailable(_) => {
                 report.retry_after = Some(UNAVAILABLE_RETRY_AFTER_SECS);
             }
             ApiError::Internal(cause) => {
                 let chain = error_chain(cause.as_ref());
-                // A database outage that reached here as text (through a
-                // command's or the accounts service's error) is still an
-                // outage: 503, never 500.
-                if crate::store::unavailable_in(&chain) {
-                    report = ErrorReport::new(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "SERVICE_UNAVAILABLE",
-                        UNAVAILABLE_MESSAGE,
-                    );
-                    report.retry_after = Some(UNAVAILABLE_RETRY_AFTER_SECS);
-                    tracing::warn!(cause = %chain, "request refused: database unavailable");
-                    return report;
-                }
                 report.message = "Internal server error".to_owned();
                 report.internal_cause = Some(chain);
             }
@@ -175,6 +207,9 @@ pub struct ErrorReport {
     pub retry_after: Option<i64>,
     /// Logged by the middleware; never sent.
     pub internal_cause: Option<String>,
+    /// The specific rule a refusal broke (`DUPLICATE_AGENT`), sent as
+    /// `rule` beside the generic `code`.
+    pub rule: Option<&'static str>,
 }
 
 impl ErrorReport {
@@ -189,6 +224,7 @@ impl ErrorReport {
             rate_limit: None,
             retry_after: None,
             internal_cause: None,
+            rule: None,
         }
     }
 
@@ -248,6 +284,20 @@ impl ErrorReport {
     }
 
     fn form_body(&self, form: ErrorForm, trace_id: &str) -> Value {
+        let mut body = self.generic_body(form, trace_id);
+        if let Some(rule) = self.rule {
+            let fields = match form {
+                ErrorForm::General => body["error"].as_object_mut(),
+                ErrorForm::V1 | ErrorForm::V2 => body.as_object_mut(),
+            };
+            if let Some(fields) = fields {
+                fields.insert("rule".into(), json!(rule));
+            }
+        }
+        body
+    }
+
+    fn generic_body(&self, form: ErrorForm, trace_id: &str) -> Value {
         match form {
             ErrorForm::General => {
                 let mut error = Map::new();
@@ -338,7 +388,11 @@ impl From<&crate::auth::AuthError> for ApiError {
                 resource_type,
                 resource_id: (!resource_id.is_empty()).then(|| resource_id.clone()),
             },
-            A::Internal(cause) => ApiError::Internal(cause.clone().into()),
+            A::Contended => ApiError::Unavailable(e.to_string()),
+            A::Store(store) if store.is_unavailable() => {
+                ApiError::Unavailable(UNAVAILABLE_MESSAGE.to_owned())
+            }
+            _ => ApiError::Internal(e.to_string().into()),
         }
     }
 }
@@ -346,5 +400,51 @@ impl From<&crate::auth::AuthError> for ApiError {
 impl From<crate::auth::AuthError> for ApiError {
     fn from(e: crate::auth::AuthError) -> Self {
         ApiError::from(&e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agon_aggregates::debate::DebateError;
+
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_its_rule_beside_the_generic_code() {
+        let rule = DebateError::DuplicateAgent {
+            name: "claude".to_owned(),
+        };
+        let report = ApiError::rejected(&rule, rule.field()).report();
+        assert_eq!(report.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(report.code, "VALIDATION_ERROR");
+        for form in [ErrorForm::V1, ErrorForm::V2] {
+            let body = report.body(form, "t");
+            assert_eq!(body["rule"], "DUPLICATE_AGENT", "{body}");
+            assert_eq!(body["code"], "VALIDATION_ERROR", "{body}");
+        }
+        let general = report.body(ErrorForm::General, "t");
+        assert_eq!(general["error"]["rule"], "DUPLICATE_AGENT");
+        assert_eq!(general["error"]["details"]["field"], "agents");
+        let late = ApiError::rejected(
+            &DebateError::WrongStatus {
+                status: "completed",
+                action: "pause",
+            },
+            None,
+        );
+        assert_eq!(late.report().status, StatusCode::CONFLICT);
+    }
+
+    #[test]
+    fn contention_and_outages_are_503_with_retry_after_never_500() {
+        use crate::auth::AuthError;
+        let outage = AuthError::Store(StoreError::Unavailable {
+            source: sqlx::Error::PoolTimedOut,
+        });
+        for error in [AuthError::Contended, outage] {
+            let response = ApiError::from(error).into_response();
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(response.headers().contains_key(header::RETRY_AFTER));
+        }
     }
 }

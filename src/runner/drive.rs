@@ -31,7 +31,10 @@ use crate::store::{CommandError, StoreError};
 #[derive(Debug, Error)]
 pub enum DriveError {
     #[error("event store: {0}")]
-    Store(String),
+    Store(#[from] StoreError),
+    /// Other writers kept the debate's stream busy through every retry.
+    #[error("the debate's stream stayed contended")]
+    Contended,
     #[error("the debate refused the runner: {0}")]
     Refused(#[from] DebateError),
     #[error("the claim on the debate was lost to another replica")]
@@ -43,13 +46,8 @@ impl From<CommandError<DebateError>> for DriveError {
         match error {
             CommandError::Rejected(e) => DriveError::Refused(e),
             CommandError::Store(e) => DriveError::Store(e),
+            CommandError::Contended { .. } => DriveError::Contended,
         }
-    }
-}
-
-impl From<StoreError> for DriveError {
-    fn from(error: StoreError) -> Self {
-        DriveError::Store(error.to_string())
     }
 }
 
@@ -112,7 +110,7 @@ impl<'a> LocalWork<'a> {
         }
     }
 
-    async fn including_conclusion(inner: &'a Inner, debate: &Debate) -> Result<Self, DriveError> {
+    async fn including_conclusion(inner: &'a Inner, debate: &Debate) -> Result<Self, StoreError> {
         Ok(Self {
             inner,
             conclusion: Some(conclusion(inner, debate).await?),
@@ -171,7 +169,7 @@ async fn settle(
 
 /// The command that computes the consensus, weighted by the agents'
 /// current ratings.
-async fn conclusion(inner: &Inner, debate: &Debate) -> Result<DebateCommand, DriveError> {
+async fn conclusion(inner: &Inner, debate: &Debate) -> Result<DebateCommand, StoreError> {
     let weights = load_view::<Leaderboard>(&inner.log)
         .await?
         .ratings(&debate.agents);
@@ -241,7 +239,7 @@ async fn run_stage(
         let last = calls.is_empty();
         let outcome = record(inner, held, &id, &debate, pending.clone(), last).await;
         match outcome {
-            Err(CommandError::Store(cause)) if crate::store::unavailable_in(&cause) => {
+            Err(cause) if cause.is_unavailable() => {
                 if backoff == FIRST_BACKOFF {
                     tracing::warn!(debate = %id, answers = pending.len(), error = %cause,
                         "database unavailable; keeping the answers and retrying");
@@ -285,7 +283,7 @@ async fn record(
     let local = if last {
         LocalWork::including_conclusion(inner, debate)
             .await
-            .map_err(|e| CommandError::Store(e.to_string()))?
+            .map_err(CommandError::Store)?
     } else {
         LocalWork::without_conclusion(inner)
     };

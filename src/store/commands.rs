@@ -7,7 +7,7 @@ use cqrs_es::persist::{EventStoreAggregateContext, PersistedEventStore};
 use cqrs_es::{Aggregate, AggregateContext, AggregateError, EventStore};
 use thiserror::Error;
 
-use super::EventLog;
+use super::{EventLog, StoreError};
 
 /// How often a command is re-decided after losing a race for its stream.
 const CONFLICT_RETRIES: usize = 5;
@@ -22,9 +22,23 @@ pub enum CommandError<E: std::error::Error> {
     /// The aggregate refused the command.
     #[error(transparent)]
     Rejected(E),
-    /// The store failed, or the stream stayed contended after every retry.
+    /// The store failed.
     #[error("event store: {0}")]
-    Store(String),
+    Store(#[source] StoreError),
+    /// Other writers kept changing the stream through every retry: the
+    /// command may be tried again in a moment.
+    #[error("stream {aggregate_id} stayed contended after {attempts} attempts")]
+    Contended {
+        aggregate_id: String,
+        attempts: usize,
+    },
+}
+
+impl<E: std::error::Error> CommandError<E> {
+    /// Whether the store was away: worth waiting out, not a fault.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, CommandError::Store(e) if e.is_unavailable())
+    }
 }
 
 /// The outcome of a committed command.
@@ -77,6 +91,7 @@ impl EventLog {
     /// caller would otherwise make several in a row. A refused follow-up
     /// ends the chain; the commands before it still commit. On a retry after
     /// a lost race `follow` is asked again from the start.
+    #[tracing::instrument(skip_all, fields(aggregate = A::TYPE, id = %held.context.aggregate_id), err(level = "debug"))]
     pub async fn run_then<A>(
         &self,
         held: &mut Held<A>,
@@ -116,10 +131,7 @@ impl EventLog {
                 current_sequence: held.context.current_sequence,
                 current_snapshot: None,
             };
-            match store
-                .commit(events.clone(), context, meta.clone().into_map())
-                .await
-            {
+            match store.commit(events.clone(), context, scoped(&meta)).await {
                 Ok(_) => {
                     held.context.current_sequence += events.len();
                     held.context.aggregate = next;
@@ -129,12 +141,19 @@ impl EventLog {
                     attempt += 1;
                     *held = self.load_held(&held.context.aggregate_id).await?;
                 }
+                Err(AggregateError::AggregateConflict) => {
+                    return Err(CommandError::Contended {
+                        aggregate_id: held.context.aggregate_id.clone(),
+                        attempts: attempt + 1,
+                    });
+                }
                 Err(e) => return Err(store_error(e)),
             }
         }
     }
 
     /// Decides `command` on the current state of `id` and commits its events.
+    #[tracing::instrument(skip_all, fields(aggregate = A::TYPE, id = %id), err(level = "debug"))]
     pub async fn execute<A>(
         &self,
         id: &str,
@@ -160,13 +179,16 @@ impl EventLog {
             if events.is_empty() {
                 return Ok(Executed { state, events });
             }
-            match store
-                .commit(events.clone(), context, meta.clone().into_map())
-                .await
-            {
+            match store.commit(events.clone(), context, scoped(&meta)).await {
                 Ok(_) => return Ok(Executed { state, events }),
                 Err(AggregateError::AggregateConflict) if attempt < CONFLICT_RETRIES => {
                     attempt += 1;
+                }
+                Err(AggregateError::AggregateConflict) => {
+                    return Err(CommandError::Contended {
+                        aggregate_id: id.to_owned(),
+                        attempts: attempt + 1,
+                    });
                 }
                 Err(e) => return Err(store_error(e)),
             }
@@ -194,9 +216,67 @@ impl<A: Aggregate> Held<A> {
     }
 }
 
+/// The metadata stored with a command's events: `meta`, with the id of
+/// the request the command runs for when the edge did not name one.
+fn scoped(meta: &CommandMeta) -> std::collections::HashMap<String, String> {
+    let mut meta = meta.clone();
+    if meta.request_id.is_none() {
+        meta.request_id = crate::request::current_request_id();
+    }
+    meta.into_map()
+}
+
+/// What cqrs-es reports, with the store's own error recovered from the
+/// box the persistence seam put it in.
 fn store_error<E: std::error::Error>(error: AggregateError<E>) -> CommandError<E> {
-    match error {
-        AggregateError::UserError(e) => CommandError::Rejected(e),
-        other => CommandError::Store(other.to_string()),
+    let boxed = match error {
+        AggregateError::UserError(e) => return CommandError::Rejected(e),
+        AggregateError::AggregateConflict => {
+            return CommandError::Contended {
+                aggregate_id: String::new(),
+                attempts: 1,
+            };
+        }
+        AggregateError::DatabaseConnectionError(e)
+        | AggregateError::DeserializationError(e)
+        | AggregateError::UnexpectedError(e) => e,
+    };
+    CommandError::Store(match boxed.downcast::<StoreError>() {
+        Ok(store) => *store,
+        Err(other) => StoreError::Persistence(other),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use agon_aggregates::debate::DebateError;
+
+    use super::*;
+
+    #[test]
+    fn the_stores_own_error_comes_back_out_of_the_framework() {
+        let outage = StoreError::Unavailable {
+            source: sqlx::Error::PoolTimedOut,
+        };
+        let through = cqrs_es::persist::PersistenceError::from(outage);
+        let error: CommandError<DebateError> = store_error(AggregateError::from(through));
+        assert!(
+            matches!(&error, CommandError::Store(StoreError::Unavailable { .. })),
+            "{error:?}"
+        );
+        assert!(error.is_unavailable());
+    }
+
+    #[test]
+    fn refusals_and_lost_races_keep_their_kind() {
+        let refused: CommandError<DebateError> =
+            store_error(AggregateError::UserError(DebateError::EmptyTopic));
+        assert!(matches!(
+            refused,
+            CommandError::Rejected(DebateError::EmptyTopic)
+        ));
+        let raced: CommandError<DebateError> = store_error(AggregateError::AggregateConflict);
+        assert!(matches!(raced, CommandError::Contended { .. }));
+        assert!(!raced.is_unavailable());
     }
 }

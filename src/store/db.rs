@@ -268,8 +268,10 @@ impl Db {
             }
         })
         .await;
-        let flush = |e: &dyn std::fmt::Display| StoreError::Flush(e.to_string());
-        synced.map_err(|e| flush(&e))?.map_err(|e| flush(&e))
+        let flush = |e: StoreError| StoreError::Flush(std::sync::Arc::new(e));
+        synced
+            .map_err(|e| flush(StoreError::Task(e)))?
+            .map_err(|e| flush(StoreError::Io(e)))
     }
 
     /// Answers whether the database takes a trivial query.

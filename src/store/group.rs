@@ -56,11 +56,9 @@ impl GroupCommit {
                 drop(writing);
             });
         }
-        receiver.await.unwrap_or_else(|_| {
-            Err(StoreError::GroupCommit(
-                "the writer stopped before committing".to_owned(),
-            ))
-        })
+        receiver
+            .await
+            .unwrap_or_else(|_| Err(StoreError::WriterStopped))
     }
 }
 
@@ -70,13 +68,13 @@ async fn write_group(db: &Db, queue: &Mutex<Vec<Waiting>>) {
     let take = || std::mem::take(&mut *queue.lock().unwrap_or_else(PoisonError::into_inner));
     let PoolRef::Sqlite(pool) = db.writer() else {
         // Only the SQLite log groups its appends; answer rather than hang.
-        return fail_all(take(), &"group commit is for SQLite only");
+        return fail_all(take(), StoreError::NotGrouped);
     };
     let began = pool.begin().await;
     let group = take();
     let mut tx = match began {
         Ok(tx) => tx,
-        Err(e) => return fail_all(group, &e),
+        Err(e) => return fail_all(group, e.into()),
     };
     let mut outcomes = Vec::with_capacity(group.len());
     for (append, _) in &group {
@@ -84,22 +82,22 @@ async fn write_group(db: &Db, queue: &Mutex<Vec<Waiting>>) {
             Err(e) if e.is_unique_violation() => outcomes.push(Err(e)),
             Err(e) => {
                 let _ = tx.rollback().await;
-                return fail_all(group, &e);
+                return fail_all(group, e);
             }
             Ok(()) => outcomes.push(Ok(())),
         }
     }
     if let Err(e) = tx.commit().await {
-        return fail_all(group, &e);
+        return fail_all(group, e.into());
     }
     // The writer is free again while the disk catches up; the appenders
     // hear of their events only once they are durable.
     if let Err(e) = db.sync_log().await {
         // Written and visible, but maybe not on disk: the caller must not
         // take these events as durable.
-        let message = e.to_string();
+        let cause = Arc::new(e);
         for (_, sender) in group {
-            let _ = sender.send(Err(StoreError::Flush(message.clone())));
+            let _ = sender.send(Err(StoreError::Flush(cause.clone())));
         }
         return;
     }
@@ -124,9 +122,9 @@ async fn write_one(tx: &mut Transaction<'_, Sqlite>, append: &Append) -> Result<
     written
 }
 
-fn fail_all(group: Vec<Waiting>, error: &dyn std::fmt::Display) {
-    let message = error.to_string();
+fn fail_all(group: Vec<Waiting>, error: StoreError) {
+    let cause = Arc::new(error);
     for (_, sender) in group {
-        let _ = sender.send(Err(StoreError::GroupCommit(message.clone())));
+        let _ = sender.send(Err(StoreError::GroupCommit(cause.clone())));
     }
 }

@@ -27,6 +27,7 @@ pub use db::{Backend, Db};
 pub use log::EventLog;
 pub use rows::StoredEvent;
 
+use std::sync::Arc;
 use thiserror::Error;
 
 /// What can go wrong in the event store.
@@ -65,24 +66,31 @@ pub enum StoreError {
     },
     /// Committed events could not be flushed to disk.
     #[error("cannot flush the log to disk: {0}")]
-    Flush(String),
-    /// The shared commit of a group of appends failed; none of them was written.
+    Flush(#[source] Arc<StoreError>),
+    /// The shared commit of a group of appends failed; none of them was
+    /// written. Every append of the group shares the one cause.
     #[error("the commit of this append failed: {0}")]
-    GroupCommit(String),
+    GroupCommit(#[source] Arc<StoreError>),
+    #[error("i/o: {0}")]
+    Io(#[source] std::io::Error),
+    /// A blocking task of the store panicked or was cancelled.
+    #[error("store task: {0}")]
+    Task(#[source] tokio::task::JoinError),
+    /// The task writing a group of appends ended before it answered.
+    #[error("the writer stopped before committing")]
+    WriterStopped,
+    /// Appends are grouped only on the embedded store.
+    #[error("group commit is for SQLite only")]
+    NotGrouped,
     #[error("stored event at position {position} is malformed: {what}")]
     Malformed { position: i64, what: &'static str },
+    /// A failure the event-sourcing framework reported in its own terms.
+    #[error("persistence: {0}")]
+    Persistence(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// Starts the message of [`StoreError::Unavailable`]. Store errors cross
-/// several string boundaries on their way to a response (`CommandError::Store`,
-/// the accounts service's internal errors), so the outage is recognised by
-/// this text as well as by type: see [`unavailable_in`].
-pub const UNAVAILABLE_MARK: &str = "database unavailable";
-
-/// Whether an error message (or a chain of them) reports a database outage.
-pub fn unavailable_in(text: &str) -> bool {
-    text.contains(UNAVAILABLE_MARK)
-}
+/// Starts the message of [`StoreError::Unavailable`].
+const UNAVAILABLE_MARK: &str = "database unavailable";
 
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
@@ -118,7 +126,7 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             StoreError::Unavailable { .. } => true,
-            StoreError::GroupCommit(text) => unavailable_in(text),
+            StoreError::GroupCommit(cause) | StoreError::Flush(cause) => cause.is_unavailable(),
             _ => false,
         }
     }

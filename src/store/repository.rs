@@ -12,12 +12,16 @@ use super::db::with_pool;
 use super::rows::{EVENT_COLUMNS, StoredEvent};
 use super::{EventLog, StoreError};
 
+/// The store's error travels boxed through cqrs-es and is unboxed again on
+/// the way out (`commands.rs`), so callers match on its type.
 impl From<StoreError> for PersistenceError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Conflict { .. } => PersistenceError::OptimisticLockError,
-            StoreError::Database(e) => PersistenceError::ConnectionError(Box::new(e)),
-            StoreError::Json(e) => PersistenceError::DeserializationError(Box::new(e)),
+            e @ (StoreError::Database(_) | StoreError::Unavailable { .. }) => {
+                PersistenceError::ConnectionError(Box::new(e))
+            }
+            e @ StoreError::Json(_) => PersistenceError::DeserializationError(Box::new(e)),
             other => PersistenceError::UnknownError(Box::new(other)),
         }
     }

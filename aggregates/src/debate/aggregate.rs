@@ -321,20 +321,20 @@ fn every_agent_failed(debate: &Debate) -> String {
 /// The rules a new debate must meet (the HTTP layer checks them first, with
 /// friendlier messages; this keeps the log clean whatever the caller).
 fn validate(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), DebateError> {
-    let invalid = |m: &str| Err(DebateError::Invalid(m.to_owned()));
     if topic.trim().is_empty() {
-        return invalid("topic is empty");
+        return Err(DebateError::EmptyTopic);
     }
     // A judge from outside the named agents sits last, as one more.
     let most = MAX_AGENTS
         + usize::from(protocol.judge.is_some() && agents.last() == protocol.judge.as_ref());
     if !(MIN_AGENTS..=most).contains(&agents.len()) {
-        return Err(DebateError::Invalid(format!(
-            "a debate needs between {MIN_AGENTS} and {MAX_AGENTS} agents, and its judge"
-        )));
+        return Err(DebateError::SeatCount {
+            min: MIN_AGENTS,
+            max: MAX_AGENTS,
+        });
     }
     if agents.iter().any(|a| a.trim().is_empty()) {
-        return invalid("agent names must not be empty");
+        return Err(DebateError::EmptyAgentName);
     }
     // Seats are compared ignoring case: `Claude` and `claude` are one agent.
     for (i, agent) in agents.iter().enumerate() {
@@ -342,33 +342,33 @@ fn validate(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), D
             .iter()
             .any(|a| a.trim().to_lowercase() == agent.trim().to_lowercase())
         {
-            return Err(DebateError::Invalid(format!(
-                "agent {agent} is listed twice"
-            )));
+            return Err(DebateError::DuplicateAgent {
+                name: agent.clone(),
+            });
         }
     }
     if protocol.rounds == 0 || protocol.rounds > MAX_ROUNDS {
-        return invalid("rounds must be between 1 and 12");
+        return Err(DebateError::RoundsOutOfRange { max: MAX_ROUNDS });
     }
     if !(0.0..=1.0).contains(&protocol.threshold) {
-        return invalid("consensus_threshold must be between 0 and 1");
+        return Err(DebateError::ThresholdOutOfRange);
     }
     if protocol.phases.iter().any(|p| p.trim().is_empty()) {
-        return invalid("phase names must not be empty");
+        return Err(DebateError::EmptyPhase);
     }
     for (i, phase) in protocol.phases.iter().enumerate() {
         if protocol.phases[..i].contains(phase) {
-            return Err(DebateError::Invalid(format!(
-                "phase {phase} is listed twice"
-            )));
+            return Err(DebateError::DuplicatePhase {
+                name: phase.clone(),
+            });
         }
     }
     if let Some(judge) = &protocol.judge
         && !agents.contains(judge)
     {
-        return Err(DebateError::Invalid(format!(
-            "judge {judge} is not one of the agents"
-        )));
+        return Err(DebateError::JudgeNotSeated {
+            name: judge.clone(),
+        });
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
-//! Why a debate refused a command.
+//! Why a debate refused a command: each broken rule by name.
 
 use thiserror::Error;
+
+use crate::rejection::{Rejection, RejectionKind};
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum DebateError {
@@ -8,8 +10,24 @@ pub enum DebateError {
     AlreadyExists,
     #[error("debate not found")]
     NotFound,
-    #[error("invalid debate: {0}")]
-    Invalid(String),
+    #[error("invalid debate: topic is empty")]
+    EmptyTopic,
+    #[error("invalid debate: a debate needs between {min} and {max} agents, and its judge")]
+    SeatCount { min: usize, max: usize },
+    #[error("invalid debate: agent names must not be empty")]
+    EmptyAgentName,
+    #[error("invalid debate: agent {name} is listed twice")]
+    DuplicateAgent { name: String },
+    #[error("invalid debate: rounds must be between 1 and {max}")]
+    RoundsOutOfRange { max: u32 },
+    #[error("invalid debate: consensus_threshold must be between 0 and 1")]
+    ThresholdOutOfRange,
+    #[error("invalid debate: phase names must not be empty")]
+    EmptyPhase,
+    #[error("invalid debate: phase {name} is listed twice")]
+    DuplicatePhase { name: String },
+    #[error("invalid debate: judge {name} is not one of the agents")]
+    JudgeNotSeated { name: String },
     #[error("debate is {status}; cannot {action}")]
     WrongStatus {
         status: &'static str,
@@ -19,4 +37,53 @@ pub enum DebateError {
     Unexpected(String),
     #[error("votes are still missing")]
     VotesMissing,
+}
+
+impl DebateError {
+    /// The request field a rule of a new debate is about.
+    pub fn field(&self) -> Option<&'static str> {
+        use DebateError as E;
+        Some(match self {
+            E::EmptyTopic => "topic",
+            E::SeatCount { .. } | E::EmptyAgentName | E::DuplicateAgent { .. } => "agents",
+            E::RoundsOutOfRange { .. } => "rounds",
+            E::ThresholdOutOfRange => "protocol.consensus_threshold",
+            E::EmptyPhase | E::DuplicatePhase { .. } => "protocol.phases",
+            E::JudgeNotSeated { .. } => "judge",
+            _ => return None,
+        })
+    }
+}
+
+impl Rejection for DebateError {
+    fn kind(&self) -> RejectionKind {
+        use DebateError as E;
+        match self {
+            E::NotFound => RejectionKind::NotFound,
+            E::AlreadyExists | E::WrongStatus { .. } | E::Unexpected(_) | E::VotesMissing => {
+                RejectionKind::Conflict
+            }
+            _ => RejectionKind::Invalid,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        use DebateError as E;
+        match self {
+            E::AlreadyExists => "DEBATE_EXISTS",
+            E::NotFound => "DEBATE_NOT_FOUND",
+            E::EmptyTopic => "EMPTY_TOPIC",
+            E::SeatCount { .. } => "SEAT_COUNT",
+            E::EmptyAgentName => "EMPTY_AGENT_NAME",
+            E::DuplicateAgent { .. } => "DUPLICATE_AGENT",
+            E::RoundsOutOfRange { .. } => "ROUNDS_OUT_OF_RANGE",
+            E::ThresholdOutOfRange => "THRESHOLD_OUT_OF_RANGE",
+            E::EmptyPhase => "EMPTY_PHASE",
+            E::DuplicatePhase { .. } => "DUPLICATE_PHASE",
+            E::JudgeNotSeated { .. } => "JUDGE_NOT_SEATED",
+            E::WrongStatus { .. } => "WRONG_STATUS",
+            E::Unexpected(_) => "UNEXPECTED_CONTRIBUTION",
+            E::VotesMissing => "VOTES_MISSING",
+        }
+    }
 }

@@ -12,9 +12,9 @@ use utoipa::ToSchema;
 use utoipa_axum::routes;
 
 use super::ClientDevice;
+use crate::auth::Auth;
 use crate::auth::login::LoginOutcome;
 use crate::auth::tokens::TokenPair;
-use crate::auth::{Auth, AuthError};
 use crate::http::ratelimit::{AuthPath, PathLimit};
 use crate::http::routes::{RouteSpec, Routes};
 
@@ -146,7 +146,7 @@ async fn token(
     };
     match result {
         Ok(pair) => no_store(Json(OAuthToken::from(pair)).into_response()),
-        Err(e @ AuthError::Internal(_)) => crate::http::error::ApiError::from(e).into_response(),
+        Err(e) if e.is_fault() => crate::http::error::ApiError::from(e).into_response(),
         Err(e) => oauth_error("invalid_grant", e.to_string()),
     }
 }

@@ -217,7 +217,9 @@ pub async fn create_debate(
                 message: format!("{field}: {reason}"),
                 details: json!({"field": field, "reason": reason}),
             },
-            CreateError::Store(cause) => ApiError::Internal(cause.into()),
+            CreateError::Rejected(rule) => ApiError::rejected(&rule, rule.field()),
+            CreateError::Store(e) => e.into(),
+            CreateError::Contended => ApiError::Unavailable(CreateError::Contended.to_string()),
         })?;
     Ok((
         StatusCode::CREATED,

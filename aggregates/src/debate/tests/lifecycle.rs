@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 
 use super::*;
 
-fn invalid(message: &str) -> DebateError {
-    DebateError::Invalid(message.to_owned())
+/// The refusal's text: each rule is its own variant now, named in the
+/// message as before.
+fn invalid(message: &str) -> String {
+    format!("invalid debate: {message}")
 }
 
 /// Every command but `Create`, with the action name its status check reports.
@@ -146,7 +148,7 @@ async fn each_rule_of_a_new_debate_is_enforced() {
             .given_no_previous_events()
             .when_async(command)
             .await
-            .then_expect_error(invalid(message));
+            .then_expect_error_message(&invalid(message));
     }
 }
 
