@@ -6,7 +6,6 @@ pub mod rules;
 mod service;
 
 pub use rules::{
-    CreateError, MAX_CONTEXT_CHARS, MAX_PHASES, MAX_TOPIC_CHARS, NewDebate, auto_agents,
-    canonical_agent, protocol_for,
+    CreateError, MAX_CONTEXT_CHARS, MAX_TOPIC_CHARS, NewDebate, auto_agents, protocol_for,
 };
 pub use service::{DebateOutcome, Debates};

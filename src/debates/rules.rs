@@ -2,9 +2,10 @@
 //! turn what a caller asked for into the create command's protocol, shared
 //! by the HTTP API and the `agon debate` command.
 
+use agon_aggregates::debate::rules::{self, same_agent};
 use agon_aggregates::debate::{
-    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, DebateError, MAX_AGENTS,
-    MAX_ROUNDS, MIN_AGENTS, Protocol,
+    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, DebateError, MIN_AGENTS,
+    Protocol,
 };
 use thiserror::Error;
 
@@ -15,8 +16,6 @@ use crate::store::{CommandError, StoreError};
 pub const MAX_TOPIC_CHARS: usize = 2_000;
 /// Longest context accepted, in characters.
 pub const MAX_CONTEXT_CHARS: usize = 20_000;
-/// Most phases a protocol may name.
-pub const MAX_PHASES: usize = 8;
 
 /// A debate as asked for, before checks.
 #[derive(Debug, Clone, Default)]
@@ -69,13 +68,6 @@ fn invalid(field: &str, reason: impl Into<String>) -> CreateError {
     }
 }
 
-/// The form agent names are compared in: seats and ratings treat `Claude`
-/// and `claude` as one agent. Debates keep names as written, since some
-/// providers' model ids are case-sensitive.
-pub fn canonical_agent(name: &str) -> String {
-    name.trim().to_lowercase()
-}
-
 /// Agents chosen when the caller names none: one per configured provider
 /// (up to three) when at least two are configured, else three demo agents.
 pub fn auto_agents(agents: &Agents) -> Vec<String> {
@@ -126,45 +118,32 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
         }
         new.agents = auto_agents(agents);
     }
-    if !(MIN_AGENTS..=MAX_AGENTS).contains(&new.agents.len()) {
-        return Err(invalid(
-            "agents",
-            format!(
-                "a debate seats {MIN_AGENTS} to {MAX_AGENTS} agents, not {}",
-                new.agents.len()
-            ),
-        ));
-    }
     // A judge from outside the panel takes a seat of its own (one more than
     // the named agents), so that its vote is there to decide.
     let named = new.agents.len();
     if let Some(judge) = new.judge.as_mut() {
         *judge = judge.trim().to_owned();
-        match new
-            .agents
-            .iter()
-            .find(|a| canonical_agent(a) == canonical_agent(judge))
-        {
+        match new.agents.iter().find(|a| same_agent(a, judge)) {
             // The judge takes the seat's spelling, so the runner finds its vote.
             Some(seat) => *judge = seat.clone(),
             None => new.agents.push(judge.clone()),
         }
     }
+    let protocol = Protocol {
+        phases: new
+            .phases
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PHASES.map(str::to_owned).to_vec()),
+        rounds: new.rounds.unwrap_or(DEFAULT_ROUNDS),
+        consensus: new.consensus.unwrap_or_default(),
+        threshold: new.threshold.unwrap_or(DEFAULT_THRESHOLD),
+        judge: new.judge.clone(),
+    };
+    // The aggregate's own rules, checked here to name the field.
+    rules::check_new(&new.topic, &new.agents, &protocol)
+        .map_err(|rule| invalid(rule.field().unwrap_or("debate"), rule.reason()))?;
     for (i, name) in new.agents.iter().enumerate() {
         let field = if i < named { "agents" } else { "judge" };
-        if name.is_empty() {
-            return Err(invalid(field, "agent names must not be empty"));
-        }
-        let canonical = canonical_agent(name);
-        if let Some(earlier) = new.agents[..i]
-            .iter()
-            .find(|a| canonical_agent(a) == canonical)
-        {
-            return Err(invalid(
-                "agents",
-                format!("agent {name} is listed twice (as {earlier}; names ignore case)"),
-            ));
-        }
         agents.resolve(name).map_err(|e| match e {
             ResolveError::MissingKey { .. } => CreateError::Unserved {
                 field: field.to_owned(),
@@ -173,61 +152,5 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
             unknown @ ResolveError::Unknown { .. } => invalid(field, unknown.to_string()),
         })?;
     }
-    let rounds = new.rounds.unwrap_or(DEFAULT_ROUNDS);
-    if !(1..=MAX_ROUNDS).contains(&rounds) {
-        return Err(invalid(
-            "rounds",
-            format!("must be between 1 and {MAX_ROUNDS}"),
-        ));
-    }
-    let phases = match &new.phases {
-        None => DEFAULT_PHASES.map(str::to_owned).to_vec(),
-        Some(phases) => {
-            let phases = phases.clone();
-            if phases.is_empty() || phases.len() > MAX_PHASES {
-                return Err(invalid(
-                    "protocol.phases",
-                    format!("must name 1 to {MAX_PHASES} phases"),
-                ));
-            }
-            let well_formed = |p: &String| {
-                !p.is_empty()
-                    && p.len() <= 40
-                    && p.chars().all(|c| {
-                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-'
-                    })
-            };
-            if let Some(bad) = phases.iter().find(|p| !well_formed(p)) {
-                return Err(invalid(
-                    "protocol.phases",
-                    format!(
-                        "{bad:?} is not a phase name (lower-case letters, digits, - and _, up to 40)"
-                    ),
-                ));
-            }
-            for (i, phase) in phases.iter().enumerate() {
-                if phases[..i].contains(phase) {
-                    return Err(invalid(
-                        "protocol.phases",
-                        format!("phase {phase} is listed twice"),
-                    ));
-                }
-            }
-            phases
-        }
-    };
-    let threshold = new.threshold.unwrap_or(DEFAULT_THRESHOLD);
-    if !threshold.is_finite() || !(0.0..=1.0).contains(&threshold) {
-        return Err(invalid(
-            "protocol.consensus_threshold",
-            "must be between 0 and 1",
-        ));
-    }
-    Ok(Protocol {
-        phases,
-        rounds,
-        consensus: new.consensus.unwrap_or_default(),
-        threshold,
-        judge: new.judge.clone(),
-    })
+    Ok(protocol)
 }

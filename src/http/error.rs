@@ -413,6 +413,7 @@ mod tests {
     fn a_refusal_names_its_rule_beside_the_generic_code() {
         let rule = DebateError::DuplicateAgent {
             name: "claude".to_owned(),
+            earlier: "Claude".to_owned(),
         };
         let report = ApiError::rejected(&rule, rule.field()).report();
         assert_eq!(report.status, StatusCode::UNPROCESSABLE_ENTITY);

@@ -10,10 +10,9 @@ use cqrs_es::event_sink::EventSink;
 use super::commands::{DebateCommand, Outcome, Step};
 use super::consensus::{self, Tally};
 use super::error::DebateError;
-use super::events::{DebateEvent, Protocol};
+use super::events::DebateEvent;
 use super::plan::{Next, Stage};
 use super::state::{Debate, DebateStatus};
-use super::{MAX_AGENTS, MAX_ROUNDS, MIN_AGENTS};
 use crate::Decide;
 
 impl Aggregate for Debate {
@@ -53,7 +52,7 @@ impl Decide for Debate {
             if self.exists() {
                 return Err(DebateError::AlreadyExists);
             }
-            validate(&topic, &agents, &protocol)?;
+            super::rules::check_new(&topic, &agents, &protocol)?;
             return Ok(vec![DebateEvent::DebateCreated {
                 debate_id,
                 topic,
@@ -316,59 +315,4 @@ fn every_agent_failed(debate: &Debate) -> String {
     } else {
         format!("every agent failed: {}", causes.join("; "))
     }
-}
-
-/// The rules a new debate must meet (the HTTP layer checks them first, with
-/// friendlier messages; this keeps the log clean whatever the caller).
-fn validate(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), DebateError> {
-    if topic.trim().is_empty() {
-        return Err(DebateError::EmptyTopic);
-    }
-    // A judge from outside the named agents sits last, as one more.
-    let most = MAX_AGENTS
-        + usize::from(protocol.judge.is_some() && agents.last() == protocol.judge.as_ref());
-    if !(MIN_AGENTS..=most).contains(&agents.len()) {
-        return Err(DebateError::SeatCount {
-            min: MIN_AGENTS,
-            max: MAX_AGENTS,
-        });
-    }
-    if agents.iter().any(|a| a.trim().is_empty()) {
-        return Err(DebateError::EmptyAgentName);
-    }
-    // Seats are compared ignoring case: `Claude` and `claude` are one agent.
-    for (i, agent) in agents.iter().enumerate() {
-        if agents[..i]
-            .iter()
-            .any(|a| a.trim().to_lowercase() == agent.trim().to_lowercase())
-        {
-            return Err(DebateError::DuplicateAgent {
-                name: agent.clone(),
-            });
-        }
-    }
-    if protocol.rounds == 0 || protocol.rounds > MAX_ROUNDS {
-        return Err(DebateError::RoundsOutOfRange { max: MAX_ROUNDS });
-    }
-    if !(0.0..=1.0).contains(&protocol.threshold) {
-        return Err(DebateError::ThresholdOutOfRange);
-    }
-    if protocol.phases.iter().any(|p| p.trim().is_empty()) {
-        return Err(DebateError::EmptyPhase);
-    }
-    for (i, phase) in protocol.phases.iter().enumerate() {
-        if protocol.phases[..i].contains(phase) {
-            return Err(DebateError::DuplicatePhase {
-                name: phase.clone(),
-            });
-        }
-    }
-    if let Some(judge) = &protocol.judge
-        && !agents.contains(judge)
-    {
-        return Err(DebateError::JudgeNotSeated {
-            name: judge.clone(),
-        });
-    }
-    Ok(())
 }

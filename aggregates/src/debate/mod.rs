@@ -11,6 +11,7 @@ pub mod consensus;
 mod error;
 mod events;
 mod plan;
+pub mod rules;
 mod state;
 #[cfg(test)]
 mod tests;

@@ -6,16 +6,14 @@
 use agon_aggregates::debate::{ConsensusMode, MIN_AGENTS};
 use serde_json::{Value, json};
 
+use agon_aggregates::debate::rules::{MAX_PHASE_CHARS, MAX_PHASES};
+
 use crate::debates::MAX_CONTEXT_CHARS;
 
 /// Text with at least one character the service does not trim. Spelled out
 /// rather than `\s`, whose meaning differs between regular-expression
 /// dialects, and matching Rust's `char::is_whitespace`.
 pub const NOT_BLANK: &str = "[^\\t\\n\\u000b\\u000c\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
-
-/// The canonical spelling of a phase name (the service also takes other
-/// cases and surrounding spaces).
-const PHASE: &str = "^[a-z0-9_-]{1,40}$";
 
 /// Consensus modes as documented, and `null` (the default).
 fn consensus_modes() -> Value {
@@ -48,8 +46,11 @@ pub fn fit(doc: &mut Value, agent_pattern: &str) {
     if let Some(protocol) = doc.pointer_mut("/components/schemas/ProtocolBody/properties") {
         protocol["consensus"]["enum"] = consensus_modes();
         protocol["judge"]["pattern"] = json!(agent_pattern);
-        protocol["phases"]["items"] = json!({"type": "string", "pattern": PHASE});
+        // The canonical spelling of a phase name (the debate's rules).
+        let phase = format!("^[a-z0-9_-]{{1,{MAX_PHASE_CHARS}}}$");
+        protocol["phases"]["items"] = json!({"type": "string", "pattern": phase});
         protocol["phases"]["minItems"] = json!(1);
+        protocol["phases"]["maxItems"] = json!(MAX_PHASES);
         protocol["phases"]["uniqueItems"] = json!(true);
     }
     let Some(body) = doc.pointer_mut("/components/schemas/CreateDebateBody") else {
