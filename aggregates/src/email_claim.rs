@@ -8,10 +8,7 @@ use thiserror::Error;
 
 use crate::Decide;
 
-/// Emails compare without case and surrounding space.
-pub fn normalize_email(email: &str) -> String {
-    email.trim().to_lowercase()
-}
+pub use crate::account::values::normalize_email;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmailClaim {

@@ -1,6 +1,6 @@
 //! Why an account or sign-in operation failed, before HTTP gives it a status.
 
-use agon_aggregates::account::AccountError;
+use agon_aggregates::account::{AccountError, ValueError};
 use agon_aggregates::email_claim::EmailClaimError;
 use agon_aggregates::organization::OrganizationError;
 use thiserror::Error;
@@ -41,6 +41,9 @@ pub enum AuthError {
         resource_type: &'static str,
         resource_id: String,
     },
+    /// An email, name or password the rules refuse.
+    #[error(transparent)]
+    Value(#[from] ValueError),
     /// Other writers kept the account's stream busy through every retry.
     #[error("Too many concurrent changes to this account; retry shortly")]
     Contended,

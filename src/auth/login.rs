@@ -3,7 +3,8 @@
 use std::time::Instant;
 
 use agon_aggregates::account::{
-    Account, AccountCommand, Device, FailureReason, Role, SecondFactor, StepToken,
+    Account, AccountCommand, Device, DisplayName, Email, FailureReason, MAX_EMAIL_CHARS, Password,
+    Role, SecondFactor, StepToken, ValueError,
 };
 use agon_aggregates::email_claim::{EmailClaimCommand, normalize_email};
 use agon_aggregates::{CommandMeta, email_claim::EmailClaim};
@@ -14,14 +15,8 @@ use super::attempts::{DECOY_ACCOUNT, Gate, detached};
 use super::tokens::TokenPair;
 use super::{Auth, AuthError};
 use crate::crypto::jwt::TokenType;
-use crate::crypto::password::check_policy;
 use crate::crypto::secrets::{normalize_backup_code, sha256_hex};
 use crate::crypto::totp;
-
-/// Longest accepted email address (RFC 5321's path limit).
-const MAX_EMAIL_CHARS: usize = 254;
-/// Longest display name.
-const MAX_NAME_CHARS: usize = 200;
 
 /// What a sign-in produced: tokens, or the demand for a second factor.
 #[derive(Debug)]
@@ -35,12 +30,32 @@ pub enum LoginOutcome {
     },
 }
 
-/// The validated fields of a registration.
+/// The fields of a registration as sent.
 #[derive(Debug)]
 pub struct NewAccount<'a> {
     pub email: &'a str,
     pub password: &'a str,
     pub name: &'a str,
+}
+
+/// A registration whose fields meet the rules.
+#[derive(Debug)]
+pub struct Registration {
+    pub email: Email,
+    pub password: Password,
+    pub name: DisplayName,
+}
+
+impl NewAccount<'_> {
+    /// The registration, or the first rule it breaks (email, then name,
+    /// then password).
+    pub fn parse(&self) -> Result<Registration, ValueError> {
+        Ok(Registration {
+            email: Email::parse(self.email)?,
+            name: DisplayName::parse(self.name)?,
+            password: Password::parse(self.password)?,
+        })
+    }
 }
 
 impl Auth {
@@ -52,32 +67,33 @@ impl Auth {
         new: NewAccount<'_>,
         email_verified: bool,
     ) -> Result<Account, AuthError> {
-        let email = normalize_email(new.email);
-        check_email(&email)?;
-        let name = new.name.trim();
-        if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-            return Err(AuthError::Invalid(format!(
-                "Name must be 1 to {MAX_NAME_CHARS} characters"
-            )));
-        }
-        check_policy(new.password).map_err(|e| AuthError::Invalid(e.to_string()))?;
-        if self.account_by_email(&email).await?.is_some() {
+        let Registration {
+            email,
+            password,
+            name,
+        } = new.parse()?;
+        if self.account_by_email(email.as_str()).await?.is_some() {
             return Err(AuthError::Conflict(
                 "Email is already registered".to_owned(),
             ));
         }
-        let password_hash = self.hasher().hash(new.password.to_owned()).await?;
+        let password_hash = self.hasher().hash(password.expose().to_owned()).await?;
         let user_id = uuid::Uuid::new_v4().to_string();
         self.log()
             .execute::<EmailClaim>(
-                &email,
+                email.as_str(),
                 EmailClaimCommand::Claim {
                     user_id: user_id.clone(),
                 },
                 CommandMeta::by(&user_id),
             )
             .await?;
-        let role = if self.settings().admin_emails.contains(&email) {
+        let role = if self
+            .settings()
+            .admin_emails
+            .iter()
+            .any(|e| e == email.as_str())
+        {
             Role::Admin
         } else {
             Role::User
@@ -85,7 +101,7 @@ impl Auth {
         let register = AccountCommand::Register {
             user_id: user_id.clone(),
             email,
-            name: name.to_owned(),
+            name,
             password_hash,
             role,
             email_verified,
@@ -367,23 +383,4 @@ struct Opening<'a> {
 /// A backup code is hashed with its user id, so equal codes of two users differ.
 pub(super) fn backup_code_hash(user_id: &str, code: &str) -> String {
     sha256_hex(&format!("{user_id}:{code}"))
-}
-
-/// A plausible address: a local part, one last `@`, a domain; no spaces.
-/// (Deliverability is what the verification mail is for.)
-pub(super) fn check_email(email: &str) -> Result<(), AuthError> {
-    let valid = email.chars().count() <= MAX_EMAIL_CHARS
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
-        && email.rsplit_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && !domain.is_empty()
-                && !domain.contains('@')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-        });
-    if valid {
-        Ok(())
-    } else {
-        Err(AuthError::Invalid("Email address is not valid".to_owned()))
-    }
 }

@@ -1,6 +1,6 @@
 //! Refresh, sign-out, the caller's own sessions and password change.
 
-use agon_aggregates::account::{AccountCommand, AccountEvent, RevokeReason};
+use agon_aggregates::account::{AccountCommand, AccountEvent, Password, RevokeReason};
 use agon_projections::Sessions;
 use agon_projections::accounts::SessionView;
 use chrono::{DateTime, Duration, Utc};
@@ -9,7 +9,6 @@ use super::attempts::{Gate, credential_of, detached};
 use super::tokens::TokenPair;
 use super::{Auth, AuthError, Caller};
 use crate::crypto::jwt::TokenType;
-use crate::crypto::password::check_policy;
 
 impl Auth {
     /// Exchanges a refresh token for a new pair; a reused one ends its session.
@@ -109,7 +108,7 @@ impl Auth {
         current: &str,
         new: &str,
     ) -> Result<usize, AuthError> {
-        check_policy(new).map_err(|e| AuthError::Invalid(e.to_string()))?;
+        Password::parse(new)?;
         let credential = credential_of(caller)?;
         let (auth, caller) = (self.clone(), caller.clone());
         let (current, new) = (current.to_owned(), new.to_owned());

@@ -3,8 +3,7 @@
 //! `<org id>.<invite id>.<secret>`); only the secret's SHA-256 is stored.
 
 use agon_aggregates::CommandMeta;
-use agon_aggregates::account::{Account, AccountCommand};
-use agon_aggregates::email_claim::normalize_email;
+use agon_aggregates::account::{Account, AccountCommand, Email};
 use agon_aggregates::organization::{OrgRole, Organization, OrganizationCommand};
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -161,8 +160,7 @@ impl Auth {
         let role = OrgRole::parse_invitable(role).ok_or_else(|| {
             AuthError::Invalid("Role must be one of admin, member, viewer".to_owned())
         })?;
-        let email = normalize_email(email);
-        super::login::check_email(&email)?;
+        let email = Email::parse(email)?.into_string();
         let account = self.existing(&caller.user_id).await?;
         let org_id = account.org_id.ok_or_else(|| {
             AuthError::Conflict(

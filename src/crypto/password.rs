@@ -1,4 +1,4 @@
-//! Password policy and Argon2id hashing. Hashing runs on the blocking pool
+//! Argon2id password hashing (the policy is `agon_aggregates::account::Password`). Hashing runs on the blocking pool
 //! because one Argon2 call burns tens of milliseconds of CPU, and a login for
 //! an unknown account is checked against a dummy hash so its timing does not
 //! reveal which emails are registered.
@@ -10,36 +10,12 @@ use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher as _, PasswordVerifier as _};
 use thiserror::Error;
 
-pub const MIN_PASSWORD_CHARS: usize = 8;
-pub const MAX_PASSWORD_CHARS: usize = 128;
-
-#[derive(Debug, Error)]
-pub enum PasswordPolicyError {
-    #[error("Password must be at least 8 characters")]
-    TooShort,
-    #[error("Password must be at most 128 characters")]
-    TooLong,
-}
-
 #[derive(Debug, Error)]
 pub enum PasswordError {
     #[error("cannot hash password: {0}")]
     Hash(String),
     #[error("password hashing task did not complete: {0}")]
     Task(String),
-}
-
-/// Length is counted in characters, not bytes, so people writing in
-/// non-Latin scripts get the same limits as everyone else.
-pub fn check_policy(password: &str) -> Result<(), PasswordPolicyError> {
-    let chars = password.chars().count();
-    if chars < MIN_PASSWORD_CHARS {
-        Err(PasswordPolicyError::TooShort)
-    } else if chars > MAX_PASSWORD_CHARS {
-        Err(PasswordPolicyError::TooLong)
-    } else {
-        Ok(())
-    }
 }
 
 /// Argon2id with the crate's default parameters; PHC strings carry their own
@@ -119,34 +95,6 @@ fn hash_blocking(password: &[u8]) -> Result<String, PasswordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn policy_counts_characters_not_bytes() {
-        assert!(matches!(
-            check_policy("short"),
-            Err(PasswordPolicyError::TooShort)
-        ));
-        assert!(check_policy("12345678").is_ok());
-        // Seven two-byte characters: 14 bytes but still too short.
-        assert!(matches!(
-            check_policy("ééééééé"),
-            Err(PasswordPolicyError::TooShort)
-        ));
-        assert!(check_policy("éééééééé").is_ok());
-        assert!(check_policy(&"é".repeat(MAX_PASSWORD_CHARS)).is_ok());
-        assert!(matches!(
-            check_policy(&"a".repeat(MAX_PASSWORD_CHARS + 1)),
-            Err(PasswordPolicyError::TooLong)
-        ));
-        assert_eq!(
-            PasswordPolicyError::TooShort.to_string(),
-            "Password must be at least 8 characters"
-        );
-        assert_eq!(
-            PasswordPolicyError::TooLong.to_string(),
-            "Password must be at most 128 characters"
-        );
-    }
 
     #[tokio::test]
     async fn a_hash_verifies_only_its_password() -> Result<(), PasswordError> {

@@ -380,6 +380,7 @@ impl From<&crate::auth::AuthError> for ApiError {
             },
             A::Disabled | A::Forbidden(_) => ApiError::Forbidden(e.to_string()),
             A::Invalid(message) => ApiError::validation(message.clone(), json!({})),
+            A::Value(rule) => ApiError::validation(rule.to_string(), json!({})),
             A::Conflict(message) => ApiError::Conflict(message.clone()),
             A::NotFound {
                 resource_type,

@@ -29,8 +29,8 @@ impl Decide for Account {
                 }
                 vec![E::Registered {
                     user_id,
-                    email,
-                    name,
+                    email: email.into_string(),
+                    name: name.into_string(),
                     password_hash,
                     role,
                     email_verified,

@@ -5,13 +5,14 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::events::{Device, FailureReason, Role, SecondFactor};
+use super::values::{DisplayName, Email};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum AccountCommand {
     Register {
         user_id: String,
-        email: String,
-        name: String,
+        email: Email,
+        name: DisplayName,
         password_hash: String,
         role: Role,
         email_verified: bool,

@@ -15,6 +15,7 @@ mod keys;
 mod state;
 #[cfg(test)]
 mod tests;
+pub mod values;
 
 pub use commands::{AccountCommand, StepToken};
 pub use error::AccountError;
@@ -28,3 +29,4 @@ pub use state::{
     MfaState, PendingAttempt, PendingVerification, REAUTH_LIMIT, SessionState, lock_seconds,
     next_lock_at,
 };
+pub use values::{DisplayName, Email, MAX_EMAIL_CHARS, Password, ValueError};

@@ -8,8 +8,8 @@ async fn registering_twice_is_refused() {
         .given(vec![registered()])
         .when_async(AccountCommand::Register {
             user_id: "u1".to_owned(),
-            email: "ada@example.com".to_owned(),
-            name: "Ada".to_owned(),
+            email: Email::parse("ada@example.com").unwrap(),
+            name: DisplayName::parse("Ada").unwrap(),
             password_hash: "h".to_owned(),
             role: Role::User,
             email_verified: false,
