@@ -11,6 +11,7 @@ pub mod email_claim;
 pub mod meta;
 pub mod money;
 pub mod organization;
+pub mod wire;
 
 pub use meta::CommandMeta;
 
