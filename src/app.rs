@@ -80,7 +80,7 @@ impl App {
         let log = EventLog::new(db);
         let bus = match &settings.nats_url {
             Some(url) => Bus::Nats(Box::new(NatsBus::open(url, &log, &settings).await?)),
-            None => Bus::Local(LocalBus::new(log.backend())),
+            None => Bus::Local(LocalBus::with_retry(log.backend(), settings.consumer_retry)),
         };
         let limiter = RateLimiter::new(&settings.rate_limits)?;
         if let Some(redis) = limiter.redis()

@@ -9,6 +9,7 @@
 pub mod chain;
 mod commands;
 pub mod db;
+pub mod dead_letters;
 pub mod expect;
 pub mod feed;
 pub(crate) use feed::{CHECKPOINT_UPSERT, now};
@@ -71,6 +72,10 @@ pub enum StoreError {
     GroupCommit(String),
     #[error("stored event at position {position} is malformed: {what}")]
     Malformed { position: i64, what: &'static str },
+    /// A stored event the code cannot read (a newer version, a payload
+    /// that does not fit): a fault of the data or the code, not the store.
+    #[error("stored event cannot be decoded: {0}")]
+    Undecodable(#[from] agon_aggregates::wire::DecodeError),
 }
 
 /// Starts the message of [`StoreError::Unavailable`]. Store errors cross
