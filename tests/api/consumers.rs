@@ -3,7 +3,8 @@
 //! admin's retry hands it over again (a test consumer over the real local
 //! bus and store: the consumer contract is what is under test). A
 //! projection that meets an event it cannot decode stops there and health
-//! says so, while the other projections keep going.
+//! says so, while the other projections keep going. Admins see dead
+//! letters and ask for retries over HTTP (who may is the authz matrix's).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +28,7 @@ use crate::support::{Kind, TEST_TOKEN, fill_stream, fresh, on_both_backends};
 on_both_backends! {
     failures_are_retried_dead_lettered_and_redelivered => failures_are_retried_dead_lettered_and_redelivered;
     an_undecodable_event_stalls_only_the_projections_that_read_it => an_undecodable_event_stalls;
+    admins_list_dead_letters_and_ask_for_retries => admins_list_dead_letters_and_ask_for_retries;
 }
 
 /// Fails the event of sequence 2 twice (transient) and the one of sequence
@@ -313,5 +315,51 @@ async fn an_undecodable_event_stalls(kind: Kind) {
         Err(ConsumerError::Undecodable { cursor, .. }) => assert_eq!(cursor, bad),
         other => panic!("replay went past an undecodable event: {other:?}"),
     }
+    app.stop.cancel();
+}
+
+async fn admins_list_dead_letters_and_ask_for_retries(kind: Kind) {
+    let app = spawn_with(kind, &crate::auth::ROOMY).await;
+    let base = &app.base;
+    let log = &app.app.log;
+    fill_stream(log, "tally", "dead", 1).await;
+    let mut event = None;
+    eventually("the feed shows the event", async || {
+        let feed = log.read_feed(Cursor::START, 1_000).await.unwrap();
+        event = feed.into_iter().find(|e| e.aggregate_id == "dead");
+        event.is_some()
+    })
+    .await;
+    let event = event.unwrap().into_record().unwrap();
+    // A consumer that does not run here, so the retry stays requested.
+    log.dead_letter("elsewhere", &event, "mailbox full", 3)
+        .await
+        .unwrap();
+
+    let listed = admin_get(base, "/api/admin/dead-letters").await;
+    let letters = listed["dead_letters"].as_array().unwrap();
+    assert_eq!(letters.len(), 1, "{listed}");
+    let letter = &letters[0];
+    assert_eq!(letter["consumer"], "elsewhere");
+    assert_eq!(letter["event_id"], event.event_id.as_str());
+    assert_eq!(letter["position"], event.cursor.position);
+    assert_eq!(letter["reason"], "mailbox full");
+    assert_eq!(letter["attempts"], 3);
+    assert!(letter["retry_requested_at"].is_null());
+
+    let id = letter["id"].as_str().unwrap();
+    let url = format!("{base}/api/admin/dead-letters/{id}/retry");
+    let (status, retried) = call(Method::POST, &url, Some(TEST_TOKEN), None).await;
+    assert_eq!(status, 202, "{retried}");
+    assert!(retried["retry_requested_at"].is_string(), "{retried}");
+    let listed = admin_get(base, "/api/admin/dead-letters").await;
+    assert!(
+        listed["dead_letters"][0]["retry_requested_at"].is_string(),
+        "{listed}"
+    );
+
+    let url = format!("{base}/api/admin/dead-letters/no-such-id/retry");
+    let (status, body) = call(Method::POST, &url, Some(TEST_TOKEN), None).await;
+    assert_eq!(status, 404, "{body}");
     app.stop.cancel();
 }
