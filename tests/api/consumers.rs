@@ -31,8 +31,9 @@ on_both_backends! {
     admins_list_dead_letters_and_ask_for_retries => admins_list_dead_letters_and_ask_for_retries;
 }
 
-/// Fails the event of sequence 2 twice (transient) and the one of sequence
-/// 4 always (permanent) until healed; records what it handled.
+/// Fails the event of sequence 2 twice (transient), the one of sequence 4
+/// always (permanent) and the one of sequence 5 always (transient) until
+/// healed; records what it handled.
 struct Flaky {
     log: EventLog,
     tries: Mutex<HashMap<i64, u32>>,
@@ -59,6 +60,9 @@ impl Flaky {
             2 if tries <= 2 => Err(ConsumerError::transient(event, Failure("upstream busy"))),
             4 if !self.healed.load(Ordering::SeqCst) => {
                 Err(ConsumerError::permanent(event, Failure("poison event")))
+            }
+            5 if !self.healed.load(Ordering::SeqCst) => {
+                Err(ConsumerError::transient(event, Failure("upstream down")))
             }
             _ => Ok(()),
         }
@@ -150,11 +154,19 @@ async fn failures_are_retried_dead_lettered_and_redelivered(kind: Kind) {
     let handled = flaky.handled.lock().unwrap().clone();
     // Transient: retried with back-off, then handled once, in order.
     assert_eq!(flaky.tries(2), 3, "two failures, then success");
-    assert_eq!(handled, vec![1, 2, 3, 5, 6], "4 is skipped, nothing twice");
-    // Permanent: one dead letter, and the consumer moved past it.
+    assert_eq!(
+        handled,
+        vec![1, 2, 3, 6],
+        "4 and 5 are skipped, nothing twice"
+    );
+    // Permanent: a dead letter at once; transient past the bound: a dead
+    // letter after every attempt; the consumer moved past both.
     let letters = log.dead_letters().await.unwrap();
-    assert_eq!(letters.len(), 1, "{letters:?}");
-    let letter = &letters[0];
+    assert_eq!(letters.len(), 2, "{letters:?}");
+    let (letter, exhausted) = (&letters[0], &letters[1]);
+    assert_eq!(flaky.tries(5), 4);
+    assert_eq!(exhausted.attempts, 4);
+    assert!(exhausted.reason.contains("upstream down"), "{exhausted:?}");
     let feed = log.read_feed(Cursor::START, 10).await.unwrap();
     let fourth = feed.iter().find(|e| e.sequence == 4).unwrap();
     assert_eq!(
@@ -182,17 +194,21 @@ async fn failures_are_retried_dead_lettered_and_redelivered(kind: Kind) {
     );
     eventually("the failed retry is recorded", async || {
         let letters = log.dead_letters().await.unwrap();
-        letters.len() == 1 && letters[0].attempts == 2 && letters[0].retry_requested_at.is_none()
+        letters.len() == 2 && letters[0].attempts == 2 && letters[0].retry_requested_at.is_none()
     })
     .await;
-    // Fixed: the retry hands the event over again and the dead letter goes.
+    // Fixed: the retries hand the events over again and the dead letters go.
     flaky.healed.store(true, Ordering::SeqCst);
     delivery.retry_dead_letter(log, &letter.id).await.unwrap();
-    eventually("the retried event is handled", async || {
+    delivery
+        .retry_dead_letter(log, &exhausted.id)
+        .await
+        .unwrap();
+    eventually("the retried events are handled", async || {
         log.dead_letters().await.unwrap().is_empty()
     })
     .await;
-    assert_eq!(flaky.retried.lock().unwrap().clone(), vec![4]);
+    assert_eq!(flaky.retried.lock().unwrap().clone(), vec![4, 5]);
     assert_eq!(log.load_checkpoint(Flaky::NAME).await.unwrap(), last);
     assert!(
         delivery
