@@ -26,9 +26,10 @@ pub struct Upcaster {
 }
 
 /// The upcasters the service runs with. Adding a version `N + 1` of an event
-/// means: a new schema file and sample in `event-schemas/`, the enum changed
-/// to the new form (its `event_version` returning `N + 1`), and here one
-/// entry raising version `N` to `N + 1`.
+/// means: a new schema file and sample in `event-schemas/` (and their lines
+/// in `PUBLISHED.sha256`), the enum changed to the new form, and here one
+/// entry raising version `N` to `N + 1` (new events are then written at
+/// `N + 1`: the enums' `event_version` asks [`current_version`]).
 pub const UPCASTERS: &[Upcaster] = &[];
 
 /// Why a stored event cannot be turned into its domain event.
@@ -155,6 +156,12 @@ impl<'a> Upcasters<'a> {
             source,
         })
     }
+}
+
+/// The version new events of `event_type` are written at: the one the
+/// service's upcasters raise stored ones to.
+pub fn current_version(aggregate_type: &str, event_type: &str) -> String {
+    STANDARD.current(aggregate_type, event_type).to_string()
 }
 
 /// Decodes a stored event with the service's upcasters: the one decode path.
