@@ -316,6 +316,15 @@ async fn an_undecodable_event_stalls(kind: Kind) {
                 .is_some_and(|c| c > bad.position)
     })
     .await;
+    // Stalled is not unready: every replica would stall alike.
+    eventually(
+        "the replica is ready, naming the stalled projections",
+        async || {
+            let (status, ready) = call(Method::GET, &format!("{base}/readyz"), None, None).await;
+            status == 200 && ready["stalled"] == json!(["accounts", "sessions", "api_keys"])
+        },
+    )
+    .await;
     let health = admin_get(base, "/api/health/detailed").await;
     for name in ["debates", "organizations", "leaderboard"] {
         assert!(projection(&health, name)["stalled"].is_null(), "{health}");
