@@ -91,7 +91,7 @@ impl App {
         )?;
         let bus = match &settings.nats_url {
             Some(url) => Bus::Nats(Box::new(NatsBus::open(url, &log, &settings).await?)),
-            None => Bus::Local(LocalBus::new(log.backend())),
+            None => Bus::Local(LocalBus::with_retry(log.backend(), settings.consumer_retry)),
         };
         let http = HttpState::new(&settings)?;
         if let Some(redis) = http.limiter.redis()

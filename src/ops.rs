@@ -9,6 +9,7 @@ use agon_projections::admin_stats::AdminStatsView;
 use crate::agents::Agents;
 use crate::bus::Bus;
 use crate::projection::load_view;
+use crate::store::dead_letters::DeadLetter;
 use crate::store::{EventLog, StoreError};
 
 /// The operations service; cheap to clone.
@@ -51,6 +52,17 @@ impl Ops {
 
     pub fn seal_interval(&self) -> Duration {
         self.seal_interval
+    }
+
+    /// Events consumers gave up on, oldest first.
+    pub async fn dead_letters(&self) -> Result<Vec<DeadLetter>, StoreError> {
+        self.log.dead_letters().await
+    }
+
+    /// Hands dead letter `id` to its consumer again; `None` when there is
+    /// no such dead letter.
+    pub async fn retry_dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
+        self.bus.delivery().retry_dead_letter(&self.log, id).await
     }
 
     /// The service-wide counts of the admin statistics read model.

@@ -5,14 +5,19 @@
 //! sequence, makes re-delivery harmless), fold the rest in, save the view and
 //! the checkpoint. Several replicas may run the same projection; the row lock
 //! makes them take turns and the guard makes the loser's batch a no-op.
+//!
+//! An event a projection cannot decode is never skipped: the batch is
+//! committed up to the event before it and the runner answers
+//! [`ConsumerError::Undecodable`], so the projection stops there (the bus
+//! reports the stall) until a fixed build or `agon replay` gets past it.
 
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use agon_projections::{
-    Accounts, AdminStats, ApiKeys, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
-    Organizations, Projection, Sessions,
+    Accounts, AdminStats, ApiKeys, Cursor, Debates, DecodeError, DocumentProjection, EventRecord,
+    Leaderboard, Organizations, Projection, Sessions,
 };
 use async_trait::async_trait;
 
@@ -21,7 +26,7 @@ mod guards;
 pub use documents::{DocumentRunner, Documents, ListFilter};
 pub(crate) use documents::{count_sql, page_sql};
 
-use crate::bus::Consumer;
+use crate::bus::{Consumer, ConsumerError};
 use crate::store::db::{PoolRef, rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
@@ -72,6 +77,37 @@ impl IdleCheckpoint {
             log.save_checkpoint(&checkpoint_name(name), cursor).await?;
         }
         Ok(())
+    }
+}
+
+/// The first event of a batch a projection cannot decode: its index and why.
+pub(crate) type Undecodable = (usize, DecodeError);
+
+/// One transaction of a projection runner over a batch.
+#[async_trait]
+pub(crate) trait Commit: Send + Sync {
+    /// Commits the whole of `batch`, or nothing and the first event it
+    /// cannot decode.
+    async fn commit(&self, batch: &[EventRecord]) -> Result<Option<Undecodable>, StoreError>;
+}
+
+/// Commits `batch` up to the first event the runner cannot decode, and
+/// names that event.
+pub(crate) async fn commit_until_undecodable(
+    runner: &dyn Commit,
+    batch: &[EventRecord],
+) -> Result<(), ConsumerError> {
+    let mut end = batch.len();
+    let mut first_undecodable = None;
+    // Each round ends before the failing event; pure folds fail the same
+    // way on the same events, so the last round commits.
+    while let Some((at, error)) = runner.commit(&batch[..end]).await? {
+        end = at;
+        first_undecodable = Some((at, error));
+    }
+    match first_undecodable {
+        Some((at, error)) => Err(ConsumerError::undecodable(&batch[at], error)),
+        None => Ok(()),
     }
 }
 
@@ -126,12 +162,31 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
         self.log.load_checkpoint(&checkpoint_name(P::NAME)).await
     }
 
-    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError> {
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError> {
+        commit_until_undecodable(self, batch).await
+    }
+
+    async fn pass(&self, event: &EventRecord) -> Result<(), StoreError> {
+        self.log
+            .save_checkpoint(&checkpoint_name(P::NAME), event.cursor)
+            .await
+    }
+
+    /// Projections never dead-letter: they stop at what they cannot decode.
+    async fn retry(&self, _event: &EventRecord) -> Result<(), ConsumerError> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl<P: Projection> Commit for ProjectionRunner<P> {
+    async fn commit(&self, batch: &[EventRecord]) -> Result<Option<Undecodable>, StoreError> {
         let Some(last) = batch.last() else {
-            return Ok(());
+            return Ok(None);
         };
         if !batch.iter().any(P::relevant) {
-            return self.idle.pass(&self.log, P::NAME, last.cursor).await;
+            self.idle.pass(&self.log, P::NAME, last.cursor).await?;
+            return Ok(None);
         }
         let lock_sql = match self.log.db().writer() {
             PoolRef::Postgres(_) => {
@@ -162,9 +217,10 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
             let mut view: P::View = serde_json::from_str(&text)?;
             let events: Vec<&EventRecord> = batch.iter().collect();
             let fresh = guards::fresh_events(&mut tx, P::NAME, &events).await?;
-            for (event, fresh) in batch.iter().zip(fresh) {
-                if fresh {
-                    P::apply(&mut view, event);
+            for (at, (event, fresh)) in batch.iter().zip(fresh).enumerate() {
+                if fresh && let Err(error) = P::apply(&mut view, event) {
+                    // Dropping the transaction rolls it back.
+                    return Ok(Some((at, error)));
                 }
             }
             sqlx::query("UPDATE projection_views SET view = $2 WHERE projection = $1")
@@ -176,7 +232,7 @@ impl<P: Projection> Consumer for ProjectionRunner<P> {
             tx.commit().await?;
             self.log.read_models_moved();
         });
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -195,7 +251,7 @@ pub fn runners(log: &EventLog) -> Vec<Arc<dyn Consumer>> {
 
 /// Drops `name`'s view, guards and checkpoint and rebuilds it from the whole log.
 /// Returns the number of events replayed; `None` for an unknown name.
-pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, StoreError> {
+pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, ConsumerError> {
     let runner: Arc<dyn Consumer> = match name {
         AdminStats::NAME => Arc::new(ProjectionRunner::<AdminStats>::new(log.clone())),
         Accounts::NAME => Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
@@ -209,8 +265,28 @@ pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, StoreErr
     rebuild_one(log, runner.as_ref()).await.map(Some)
 }
 
-async fn rebuild_one(log: &EventLog, runner: &dyn Consumer) -> Result<u64, StoreError> {
-    let name = runner.name();
+/// Replays the whole log into `runner` after dropping what it has; stops
+/// at an event it cannot decode, as the running service would.
+async fn rebuild_one(log: &EventLog, runner: &dyn Consumer) -> Result<u64, ConsumerError> {
+    forget(log, runner.name()).await?;
+    let mut cursor = Cursor::START;
+    let mut replayed = 0u64;
+    loop {
+        let page = log.read_feed(cursor, 1_000).await?;
+        let Some(last) = page.last() else { break };
+        cursor = last.cursor();
+        replayed += page.len() as u64;
+        let records = page
+            .into_iter()
+            .map(crate::store::StoredEvent::into_record)
+            .collect::<Result<Vec<_>, _>>()?;
+        runner.handle(&records).await?;
+    }
+    Ok(replayed)
+}
+
+/// Drops projection `name`'s view, documents, guards and checkpoint.
+async fn forget(log: &EventLog, name: &str) -> Result<(), StoreError> {
     with_pool!(log.db().writer(), pool => {
         let mut tx = pool.begin().await?;
         for sql in [
@@ -226,18 +302,5 @@ async fn rebuild_one(log: &EventLog, runner: &dyn Consumer) -> Result<u64, Store
             .await?;
         tx.commit().await?;
     });
-    let mut cursor = Cursor::START;
-    let mut replayed = 0u64;
-    loop {
-        let page = log.read_feed(cursor, 1_000).await?;
-        let Some(last) = page.last() else { break };
-        cursor = last.cursor();
-        replayed += page.len() as u64;
-        let records = page
-            .into_iter()
-            .map(crate::store::StoredEvent::into_record)
-            .collect::<Result<Vec<_>, _>>()?;
-        runner.handle(&records).await?;
-    }
-    Ok(replayed)
+    Ok(())
 }

@@ -30,8 +30,9 @@ impl DomainEvent for EmailClaimEvent {
         "EmailClaimed".to_owned()
     }
 
+    /// The version the upcasters bring stored events of this type to.
     fn event_version(&self) -> String {
-        "1".to_owned()
+        crate::wire::current_version(<EmailClaim as cqrs_es::Aggregate>::TYPE, &self.event_type())
     }
 }
 

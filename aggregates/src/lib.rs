@@ -12,6 +12,7 @@ pub mod meta;
 pub mod money;
 pub mod organization;
 pub mod rejection;
+pub mod wire;
 
 pub use meta::CommandMeta;
 pub use rejection::{Rejection, RejectionKind};

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{EventRecord, Projection};
+use crate::{DecodeError, EventRecord, Projection};
 
 /// The aggregate type under which debates are stored.
 pub const DEBATE_AGGREGATE: &str = "debate";
@@ -30,20 +30,22 @@ impl Projection for AdminStats {
     const NAME: &'static str = "admin_stats";
     type View = AdminStatsView;
 
-    fn apply(view: &mut AdminStatsView, event: &EventRecord) {
+    /// Reads only the envelope, so it never fails to decode.
+    fn apply(view: &mut AdminStatsView, event: &EventRecord) -> Result<(), DecodeError> {
         *view
             .events_by_aggregate_type
             .entry(event.aggregate_type.clone())
             .or_default() += 1;
         view.total_events += 1;
         if event.aggregate_type != DEBATE_AGGREGATE {
-            return;
+            return Ok(());
         }
         if DEBATE_TERMINAL_EVENTS.contains(&event.event_type.as_str()) {
             view.active_debates.remove(&event.aggregate_id);
         } else if event.sequence == 1 {
             view.active_debates.insert(event.aggregate_id.clone());
         }
+        Ok(())
     }
 }
 
@@ -71,9 +73,12 @@ mod tests {
     #[test]
     fn counts_events_per_aggregate_type() {
         let mut view = AdminStatsView::default();
-        AdminStats::apply(&mut view, &event("account", "a", 1, "Registered"));
-        AdminStats::apply(&mut view, &event("account", "a", 2, "LoggedIn"));
-        AdminStats::apply(&mut view, &event("budget", "b", 1, "Opened"));
+        AdminStats::apply(&mut view, &event("account", "a", 1, "Registered"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        AdminStats::apply(&mut view, &event("account", "a", 2, "LoggedIn"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        AdminStats::apply(&mut view, &event("budget", "b", 1, "Opened"))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(view.total_events, 3);
         assert_eq!(view.events_by_aggregate_type.get("account"), Some(&2));
         assert_eq!(view.events_by_aggregate_type.get("budget"), Some(&1));
@@ -83,12 +88,17 @@ mod tests {
     #[test]
     fn a_debate_is_active_from_creation_until_it_ends() {
         let mut view = AdminStatsView::default();
-        AdminStats::apply(&mut view, &event("debate", "d1", 1, "DebateCreated"));
-        AdminStats::apply(&mut view, &event("debate", "d2", 1, "DebateCreated"));
-        AdminStats::apply(&mut view, &event("debate", "d1", 2, "MessageRecorded"));
+        AdminStats::apply(&mut view, &event("debate", "d1", 1, "DebateCreated"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        AdminStats::apply(&mut view, &event("debate", "d2", 1, "DebateCreated"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        AdminStats::apply(&mut view, &event("debate", "d1", 2, "MessageRecorded"))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(view.active_debates.len(), 2);
-        AdminStats::apply(&mut view, &event("debate", "d1", 3, "DebateCompleted"));
-        AdminStats::apply(&mut view, &event("debate", "d2", 2, "DebateFailed"));
+        AdminStats::apply(&mut view, &event("debate", "d1", 3, "DebateCompleted"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        AdminStats::apply(&mut view, &event("debate", "d2", 2, "DebateFailed"))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(view.active_debates.is_empty());
     }
 }

@@ -3,7 +3,7 @@
 
 use agon_aggregates::debate::{Debate, DebateEvent};
 
-use crate::{DocumentProjection, EventRecord};
+use crate::{DecodeError, DocumentProjection, EventRecord};
 
 pub use crate::admin_stats::DEBATE_AGGREGATE;
 
@@ -14,17 +14,15 @@ impl DocumentProjection for Debates {
     const NAME: &'static str = "debates";
     type Doc = Debate;
 
-    fn key(event: &EventRecord) -> Option<String> {
-        (event.aggregate_type == DEBATE_AGGREGATE).then(|| event.aggregate_id.clone())
+    fn key(event: &EventRecord) -> Result<Option<String>, DecodeError> {
+        Ok((event.aggregate_type == DEBATE_AGGREGATE).then(|| event.aggregate_id.clone()))
     }
 
-    fn apply(doc: Option<Debate>, event: &EventRecord) -> Option<Debate> {
-        let Ok(change) = serde_json::from_value::<DebateEvent>(event.payload.clone()) else {
-            return doc;
-        };
+    fn apply(doc: Option<Debate>, event: &EventRecord) -> Result<Option<Debate>, DecodeError> {
+        let change: DebateEvent = event.decode()?;
         let mut debate = doc.unwrap_or_default();
         debate.apply_event(change);
-        Some(debate)
+        Ok(Some(debate))
     }
 
     fn owner(doc: &Debate) -> Option<String> {

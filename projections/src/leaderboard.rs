@@ -18,7 +18,7 @@ use agon_aggregates::debate::{ConsensusResult, ConsensusStatus, DebateEvent, Vot
 use serde::{Deserialize, Serialize};
 
 use crate::debates::DEBATE_AGGREGATE;
-use crate::{EventRecord, Projection};
+use crate::{DecodeError, EventRecord, Projection};
 
 /// Every agent's starting rating.
 pub const START_RATING: f64 = 1500.0;
@@ -94,15 +94,14 @@ impl Projection for Leaderboard {
         event.aggregate_type == DEBATE_AGGREGATE && event.event_type == "ConsensusComputed"
     }
 
-    fn apply(view: &mut LeaderboardView, event: &EventRecord) {
+    fn apply(view: &mut LeaderboardView, event: &EventRecord) -> Result<(), DecodeError> {
         if !Self::relevant(event) {
-            return;
+            return Ok(());
         }
-        if let Ok(DebateEvent::ConsensusComputed { result, .. }) =
-            serde_json::from_value::<DebateEvent>(event.payload.clone())
-        {
+        if let DebateEvent::ConsensusComputed { result, .. } = event.decode()? {
             rate(view, &result);
         }
+        Ok(())
     }
 }
 
@@ -218,7 +217,7 @@ mod tests {
             ballot("b", VoteChoice::AgreeWithModifications),
             ballot("c", VoteChoice::Disagree),
         ];
-        Leaderboard::apply(&mut view, &computed(&votes, &[]));
+        Leaderboard::apply(&mut view, &computed(&votes, &[])).unwrap_or_else(|e| panic!("{e}"));
         let elo = |name: &str| view.agents[name].elo;
         assert!(elo("a") > elo("b") && elo("b") > elo("c"));
         assert!((elo("a") + elo("b") + elo("c") - 3.0 * START_RATING).abs() < 1e-9);
@@ -235,13 +234,14 @@ mod tests {
             ballot("a", VoteChoice::Agree),
             ballot("b", VoteChoice::Agree),
         ];
-        Leaderboard::apply(&mut view, &computed(&votes, &["z".to_owned()]));
+        Leaderboard::apply(&mut view, &computed(&votes, &["z".to_owned()]))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(view.agents["z"].failures, 1);
         assert!(view.agents["z"].elo < START_RATING);
         let before = view.clone();
         let mut other = computed(&votes, &[]);
         other.event_type = "DebateCompleted".to_owned();
-        Leaderboard::apply(&mut view, &other);
+        Leaderboard::apply(&mut view, &other).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(view, before);
         assert_eq!(
             view.ratings(&["a".to_owned(), "new".to_owned()])["new"],
@@ -256,12 +256,13 @@ mod tests {
             ballot("Claude", VoteChoice::Agree),
             ballot("gpt", VoteChoice::Disagree),
         ];
-        Leaderboard::apply(&mut view, &computed(&first, &[]));
+        Leaderboard::apply(&mut view, &computed(&first, &[])).unwrap_or_else(|e| panic!("{e}"));
         let second = [
             ballot("claude", VoteChoice::Agree),
             ballot("GPT", VoteChoice::Disagree),
         ];
-        Leaderboard::apply(&mut view, &computed(&second, &["CLAUDE ".to_owned()]));
+        Leaderboard::apply(&mut view, &computed(&second, &["CLAUDE ".to_owned()]))
+            .unwrap_or_else(|e| panic!("{e}"));
         let names: Vec<&String> = view.agents.keys().collect();
         assert_eq!(names, ["claude", "gpt"]);
         assert_eq!(view.agents["claude"].debates, 2);

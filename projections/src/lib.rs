@@ -14,6 +14,7 @@ pub mod record;
 
 pub use accounts::{Accounts, ApiKeys, Organizations, Sessions};
 pub use admin_stats::AdminStats;
+pub use agon_aggregates::wire::DecodeError;
 pub use debates::Debates;
 pub use leaderboard::Leaderboard;
 pub use record::{Cursor, EventRecord};
@@ -28,8 +29,10 @@ pub trait Projection: Send + Sync + 'static {
     /// The view it maintains; stored as JSON.
     type View: Serialize + DeserializeOwned + Default + Send + Sync + 'static;
 
-    /// Folds one event into the view. Called at most once per stream and sequence.
-    fn apply(view: &mut Self::View, event: &EventRecord);
+    /// Folds one event into the view. Called at most once per stream and
+    /// sequence. An event it cannot decode is an error, never skipped: the
+    /// runner stops there rather than let the view miss it.
+    fn apply(view: &mut Self::View, event: &EventRecord) -> Result<(), DecodeError>;
 
     /// Whether `event` can change the view; batches with none skip the
     /// database (the view's own answer must stay `apply`'s).
@@ -49,11 +52,14 @@ pub trait DocumentProjection: Send + Sync + 'static {
     const NAME: &'static str;
     type Doc: Serialize + DeserializeOwned + Send + Sync + 'static;
 
-    /// The key of the document `event` changes, if any.
-    fn key(event: &EventRecord) -> Option<String>;
+    /// The key of the document `event` changes, if any; an error when
+    /// telling needs the payload and it cannot be decoded.
+    fn key(event: &EventRecord) -> Result<Option<String>, DecodeError>;
 
     /// Folds `event` into the document (`None` before its first event).
-    fn apply(doc: Option<Self::Doc>, event: &EventRecord) -> Option<Self::Doc>;
+    /// An event it cannot decode is an error, never skipped.
+    fn apply(doc: Option<Self::Doc>, event: &EventRecord)
+    -> Result<Option<Self::Doc>, DecodeError>;
 
     /// The user the document belongs to.
     fn owner(doc: &Self::Doc) -> Option<String>;

@@ -1,5 +1,7 @@
 //! The form in which committed events travel from the store to consumers.
 
+use agon_aggregates::wire::{self, DecodeError, Stored};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -48,5 +50,18 @@ impl EventRecord {
     /// `aggregate_type/aggregate_id`: the stream this event belongs to.
     pub fn stream(&self) -> String {
         format!("{}/{}", self.aggregate_type, self.aggregate_id)
+    }
+
+    /// The domain event, raised to its current version: the decode path
+    /// the repository uses too ([`wire::decode`]).
+    pub fn decode<E: DeserializeOwned>(&self) -> Result<E, DecodeError> {
+        wire::decode(
+            Stored {
+                aggregate_type: &self.aggregate_type,
+                event_type: &self.event_type,
+                event_version: &self.event_version,
+            },
+            self.payload.clone(),
+        )
     }
 }

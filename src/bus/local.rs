@@ -5,7 +5,8 @@
 //! checkpoint; when it has fallen behind (a lagged receiver, a start from an
 //! old checkpoint) it catches up from the store, so nothing depends on the
 //! broadcast keeping up. After a database outage every consumer starts again
-//! from its stored checkpoint ([`Resync`]).
+//! from its stored checkpoint ([`Resync`]). Failures are handled by
+//! [`Delivery`]; dead letters an admin retries are handed over between batches.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -15,7 +16,9 @@ use agon_projections::{Cursor, EventRecord};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::{Consumer, Resync, after_checkpoint, pause, to_records};
+use super::{
+    Consumer, ConsumerError, Delivery, Resync, RetryPolicy, after_checkpoint, pause, to_records,
+};
 use crate::store::{Backend, EventLog};
 
 const PAGE: i64 = 1_000;
@@ -41,10 +44,16 @@ pub struct LocalBus {
     poll_interval: Duration,
     /// Sends consumers back to their stored checkpoints after a database outage.
     resync: Resync,
+    pub(super) delivery: Delivery,
 }
 
 impl LocalBus {
+    /// A bus retrying transient consumer failures by the default policy.
     pub fn new(backend: Backend) -> Self {
+        Self::with_retry(backend, RetryPolicy::default())
+    }
+
+    pub fn with_retry(backend: Backend, retry: RetryPolicy) -> Self {
         let poll_interval = match backend {
             Backend::Sqlite => Duration::from_secs(1),
             Backend::Postgres => Duration::from_millis(100),
@@ -53,6 +62,7 @@ impl LocalBus {
             sender: broadcast::channel(BROADCAST_CAPACITY).0,
             poll_interval,
             resync: Resync::default(),
+            delivery: Delivery::new(retry),
         }
     }
 
@@ -128,22 +138,28 @@ impl LocalBus {
         log: &EventLog,
         consumer: &dyn Consumer,
         stop: &CancellationToken,
-    ) -> Result<(), crate::store::StoreError> {
+    ) -> Result<(), ConsumerError> {
         // Subscribe before catching up, so no batch falls between the two.
         let mut receiver = self.sender.subscribe();
         let mut resync = self.resync.subscribe();
+        let mut retries = self.delivery.subscribe_retries();
         let mut checkpoint = consumer.checkpoint().await?;
+        self.delivery.redeliver(log, consumer).await?;
         loop {
             let events = to_records(log.read_feed(checkpoint, PAGE).await?)?;
             let Some(last) = events.last() else { break };
             let next = last.cursor;
-            consumer.handle(&events).await?;
+            self.delivery.deliver(log, consumer, &events, stop).await?;
             checkpoint = next;
         }
         loop {
             let batch = tokio::select! {
                 () = stop.cancelled() => return Ok(()),
                 _ = resync.changed() => return Ok(()),
+                _ = retries.changed() => {
+                    self.delivery.redeliver(log, consumer).await?;
+                    continue;
+                }
                 received = receiver.recv() => received,
             };
             match batch {
@@ -155,7 +171,7 @@ impl LocalBus {
                         !receiver.is_empty() && coalesce_queued(&mut receiver, fresh.to_mut());
                     if let Some(last) = fresh.last() {
                         let next = last.cursor;
-                        consumer.handle(&fresh).await?;
+                        self.delivery.deliver(log, consumer, &fresh, stop).await?;
                         checkpoint = next;
                     }
                     if gap {

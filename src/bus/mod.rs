@@ -5,8 +5,10 @@
 //! after a restart from its own durable checkpoint. Duplicates are possible
 //! (a crash between handling and checkpointing, a JetStream redelivery);
 //! consumers skip anything at or before their checkpoint and projections also
-//! guard by stream and sequence.
+//! guard by stream and sequence. What happens when a consumer fails is the
+//! contract's [`ConsumerError`] and `delivery.rs`.
 
+pub mod delivery;
 pub mod local;
 pub mod nats;
 
@@ -20,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::{EventLog, StoreError};
 
+pub use delivery::{ConsumerError, Delivery, RetryPolicy, Stall};
 pub use local::LocalBus;
 pub use nats::{Identity, NatsBus};
 
@@ -27,12 +30,21 @@ pub use nats::{Identity, NatsBus};
 pub enum BusError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Boxed: it is large, and rare.
+    #[error(transparent)]
+    Consumer(Box<ConsumerError>),
     #[error("NATS: {0}")]
     Nats(String),
     #[error("event message is not a valid event record: {0}")]
     BadMessage(#[from] serde_json::Error),
     #[error("{what} {value:?} is not 1 to 32 of A-Z, a-z, 0-9, _ and -")]
     BadName { what: &'static str, value: String },
+}
+
+impl From<ConsumerError> for BusError {
+    fn from(error: ConsumerError) -> Self {
+        BusError::Consumer(Box::new(error))
+    }
 }
 
 /// Something that reacts to committed events: a projection, a reactor, a pusher.
@@ -46,7 +58,17 @@ pub trait Consumer: Send + Sync + 'static {
 
     /// Handles a batch of events in feed order, each after the checkpoint, and
     /// makes their effects and the new checkpoint durable before returning.
-    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError>;
+    /// On an error naming an event, the events before it are done; the
+    /// variant says what the bus does with the rest ([`ConsumerError`]).
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError>;
+
+    /// Moves the checkpoint past `event`, which the bus dead-lettered after
+    /// the consumer gave up on it.
+    async fn pass(&self, event: &EventRecord) -> Result<(), StoreError>;
+
+    /// Handles `event` again, out of feed order: a dead letter an admin
+    /// retries. It must not move the checkpoint (later events are done).
+    async fn retry(&self, event: &EventRecord) -> Result<(), ConsumerError>;
 }
 
 /// The bus of the chosen back end.
@@ -100,6 +122,14 @@ impl Bus {
         match self {
             Bus::Local(_) => "in-process",
             Bus::Nats(_) => "nats-jetstream",
+        }
+    }
+
+    /// Failure handling of this bus's consumers: stalls, dead-letter retries.
+    pub fn delivery(&self) -> &Delivery {
+        match self {
+            Bus::Local(bus) => &bus.delivery,
+            Bus::Nats(bus) => &bus.delivery,
         }
     }
 }

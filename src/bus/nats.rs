@@ -24,7 +24,7 @@ use agon_projections::Cursor;
 use async_nats::jetstream::{self, stream};
 use tokio_util::sync::CancellationToken;
 
-use super::{BusError, Consumer, Resync, pause, to_records};
+use super::{BusError, Consumer, Delivery, Resync, pause, to_records};
 use crate::config::Settings;
 use crate::store::EventLog;
 
@@ -56,6 +56,7 @@ pub struct NatsBus {
     identity: Identity,
     /// Sends consumers back to their stored checkpoints after a database outage.
     resync: Resync,
+    pub(super) delivery: Delivery,
 }
 
 impl std::fmt::Debug for NatsBus {
@@ -86,6 +87,7 @@ impl NatsBus {
             jetstream: jetstream::new(client),
             identity,
             resync: Resync::default(),
+            delivery: Delivery::default(),
         };
         let waited = tokio::time::timeout(FIRST_CONNECT_WAIT, async {
             while !bus.connected() {
@@ -112,7 +114,9 @@ impl NatsBus {
             &settings.data_dir,
         )
         .await?;
-        Self::connect(url, identity).await
+        let mut bus = Self::connect(url, identity).await?;
+        bus.delivery = Delivery::new(settings.consumer_retry);
+        Ok(bus)
     }
 
     /// This process's names on the server.
@@ -245,7 +249,7 @@ impl NatsBus {
             if self.connected() {
                 let mut resync = self.resync.subscribe();
                 let interrupt = stop.child_token();
-                let consume = self.consume(consumer.as_ref(), &interrupt);
+                let consume = self.consume(&log, consumer.as_ref(), &interrupt);
                 tokio::pin!(consume);
                 // Whether NATS went away (else the database came back);
                 // a batch in hand is finished before the consumer turns.

@@ -57,6 +57,11 @@ pub struct Settings {
     pub rate_limits: RateLimitSettings,
     pub auth: AuthSettings,
     pub agents: AgentSettings,
+    /// `SERVICE_CONSUMER_RETRY_ATTEMPTS` (default 5),
+    /// `SERVICE_CONSUMER_RETRY_BASE_MS` (100) and `SERVICE_CONSUMER_RETRY_MAX_MS`
+    /// (30000): how consumers' transient failures are retried (exponential
+    /// back-off) before their event is dead-lettered.
+    pub consumer_retry: crate::bus::RetryPolicy,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -149,6 +154,21 @@ impl Settings {
             rate_limits: RateLimitSettings::read(&vars)?,
             auth,
             agents: AgentSettings::read(&vars)?,
+            consumer_retry: crate::bus::RetryPolicy {
+                attempts: vars.within_u32("SERVICE_CONSUMER_RETRY_ATTEMPTS", 1, 100, 5)?,
+                first_delay: Duration::from_millis(vars.within(
+                    "SERVICE_CONSUMER_RETRY_BASE_MS",
+                    1,
+                    600_000,
+                    100,
+                )?),
+                max_delay: Duration::from_millis(vars.within(
+                    "SERVICE_CONSUMER_RETRY_MAX_MS",
+                    1,
+                    3_600_000,
+                    30_000,
+                )?),
+            },
             warnings,
         };
         settings.check_deployment()?;

@@ -227,11 +227,28 @@ pub struct ProjectionDetail {
     /// checkpoint over them at most once a second, so an idle one may sit
     /// below the head while having nothing left to do.
     pub behind: Option<bool>,
+    /// Set while the projection is stopped at an event it cannot decode
+    /// (in this process): it will not pass it until fixed.
+    pub stalled: Option<StalledDetail>,
 }
 
-/// Each projection's checkpoint and whether it has events left to apply.
+/// The event a stalled projection stopped at, and why.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StalledDetail {
+    pub position: i64,
+    pub txid: i64,
+    pub event_id: String,
+    pub event_type: String,
+    pub event_version: String,
+    /// The decode error.
+    pub error: String,
+}
+
+/// Each projection's checkpoint, whether it has events left to apply, and
+/// where it is stalled.
 async fn projection_details(ops: &Ops) -> Vec<ProjectionDetail> {
     let head = ops.log().feed_head().await.ok();
+    let mut stalls = ops.bus().delivery().stalls();
     let mut projections = Vec::new();
     for name in projection::ALL {
         let checkpoint = ops
@@ -249,6 +266,14 @@ async fn projection_details(ops: &Ops) -> Vec<ProjectionDetail> {
             name,
             checkpoint_position: checkpoint.map(|c| c.position),
             behind,
+            stalled: stalls.remove(name).map(|stall| StalledDetail {
+                position: stall.cursor.position,
+                txid: stall.cursor.txid,
+                event_id: stall.event_id,
+                event_type: stall.event_type,
+                event_version: stall.event_version,
+                error: stall.error,
+            }),
         });
     }
     projections

@@ -12,6 +12,7 @@ pub mod admin;
 pub mod agents;
 pub mod caller;
 pub mod context;
+pub mod dead_letters;
 pub mod debates;
 pub mod docs;
 pub mod error;
@@ -57,6 +58,7 @@ pub fn routes() -> Routes {
         .merge(metrics::routes())
         .merge(system::routes())
         .merge(admin::routes())
+        .merge(dead_letters::routes())
         .merge(docs::routes())
         .merge(accounts::routes())
         .merge(debates::routes())

@@ -4,7 +4,8 @@
 //! Per batch, in one transaction: for each event, the stream guard first
 //! (it also serializes two replicas handling the same event: the second one
 //! waits on the guard row and then skips), then the touched document is
-//! loaded, folded and written back.
+//! loaded, folded and written back. An event it cannot decode ends the
+//! batch before it (`commit_until_undecodable`).
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -13,8 +14,10 @@ use std::time::Duration;
 use agon_projections::{Cursor, DocumentProjection, EventRecord};
 use async_trait::async_trait;
 
-use super::{IdleCheckpoint, checkpoint_name, guards};
-use crate::bus::Consumer;
+use super::{
+    Commit, IdleCheckpoint, Undecodable, checkpoint_name, commit_until_undecodable, guards,
+};
+use crate::bus::{Consumer, ConsumerError};
 use crate::store::db::{rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
@@ -66,18 +69,42 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
         self.log.load_checkpoint(&checkpoint_name(P::NAME)).await
     }
 
-    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError> {
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError> {
+        commit_until_undecodable(self, batch).await
+    }
+
+    async fn pass(&self, event: &EventRecord) -> Result<(), StoreError> {
+        self.log
+            .save_checkpoint(&checkpoint_name(P::NAME), event.cursor)
+            .await
+    }
+
+    /// Projections never dead-letter: they stop at what they cannot decode.
+    async fn retry(&self, _event: &EventRecord) -> Result<(), ConsumerError> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl<P: DocumentProjection> Commit for DocumentRunner<P> {
+    async fn commit(&self, batch: &[EventRecord]) -> Result<Option<Undecodable>, StoreError> {
         let Some(last) = batch.last() else {
-            return Ok(());
+            return Ok(None);
         };
-        if !batch.iter().any(|event| P::key(event).is_some()) {
-            return self.idle.pass(&self.log, P::NAME, last.cursor).await;
+        // The events with a document, by index in the batch.
+        let mut relevant: Vec<(usize, &EventRecord, String)> = Vec::new();
+        for (at, event) in batch.iter().enumerate() {
+            match P::key(event) {
+                Ok(Some(key)) => relevant.push((at, event, key)),
+                Ok(None) => {}
+                Err(error) => return Ok(Some((at, error))),
+            }
         }
-        let relevant: Vec<(&EventRecord, String)> = batch
-            .iter()
-            .filter_map(|event| P::key(event).map(|key| (event, key)))
-            .collect();
-        let events: Vec<&EventRecord> = relevant.iter().map(|(event, _)| *event).collect();
+        if relevant.is_empty() {
+            self.idle.pass(&self.log, P::NAME, last.cursor).await?;
+            return Ok(None);
+        }
+        let events: Vec<&EventRecord> = relevant.iter().map(|(_, event, _)| *event).collect();
         let relaxed = rebuildable_commit_sql(&self.log.db().writer());
         with_pool!(self.log.db().writer(), pool => {
             let mut tx = pool.begin().await?;
@@ -89,7 +116,7 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
                 .iter()
                 .zip(&fresh)
                 .filter(|(_, fresh)| **fresh)
-                .map(|((_, key), _)| key.as_str())
+                .map(|((_, _, key), _)| key.as_str())
                 .collect();
             keys.sort_unstable();
             keys.dedup();
@@ -111,10 +138,14 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
                     touched.insert(key, Some(serde_json::from_str(&text)?));
                 }
             }
-            for ((event, key), fresh) in relevant.iter().zip(&fresh) {
+            for ((at, event, key), fresh) in relevant.iter().zip(&fresh) {
                 if *fresh {
                     let current = touched.remove(key).flatten();
-                    touched.insert(key.clone(), P::apply(current, event));
+                    match P::apply(current, event) {
+                        Ok(doc) => touched.insert(key.clone(), doc),
+                        // Dropping the transaction rolls it back.
+                        Err(error) => return Ok(Some((*at, error))),
+                    };
                 }
             }
             let mut written = Vec::with_capacity(touched.len());
@@ -157,7 +188,7 @@ impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
             tx.commit().await?;
             self.log.read_models_moved();
         });
-        Ok(())
+        Ok(None)
     }
 }
 

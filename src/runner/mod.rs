@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use agon_aggregates::debate::{Debate, DebateStatus};
 
 use crate::agents::Agents;
-use crate::bus::Consumer;
+use crate::bus::{Consumer, ConsumerError};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::store::{EventLog, StoreError};
@@ -431,7 +431,7 @@ impl Consumer for Feed {
         Ok(*locked(&self.cursor))
     }
 
-    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError> {
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError> {
         for event in batch {
             if event.aggregate_type == DEBATE_AGGREGATE
                 && WAKING_EVENTS.contains(&event.event_type.as_str())
@@ -442,6 +442,16 @@ impl Consumer for Feed {
         if let Some(last) = batch.last() {
             *locked(&self.cursor) = last.cursor;
         }
+        Ok(())
+    }
+
+    async fn pass(&self, event: &EventRecord) -> Result<(), StoreError> {
+        *locked(&self.cursor) = event.cursor;
+        Ok(())
+    }
+
+    /// Never dead-lettered: `handle` cannot fail.
+    async fn retry(&self, _event: &EventRecord) -> Result<(), ConsumerError> {
         Ok(())
     }
 }

@@ -9,6 +9,7 @@
 pub mod chain;
 mod commands;
 pub mod db;
+pub mod dead_letters;
 pub mod expect;
 pub mod feed;
 pub(crate) use feed::{CHECKPOINT_UPSERT, now};
@@ -87,6 +88,10 @@ pub enum StoreError {
     /// A failure the event-sourcing framework reported in its own terms.
     #[error("persistence: {0}")]
     Persistence(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A stored event the code cannot read (a newer version, a payload
+    /// that does not fit): a fault of the data or the code, not the store.
+    #[error("stored event cannot be decoded: {0}")]
+    Undecodable(#[from] agon_aggregates::wire::DecodeError),
 }
 
 /// Starts the message of [`StoreError::Unavailable`].

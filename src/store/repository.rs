@@ -1,6 +1,9 @@
 //! cqrs-es's persistence seam: aggregates load and commit through this and
-//! never see the hash chain.
+//! never see the hash chain. Events leave it raised to their current version
+//! by the upcasters every projection also decodes through
+//! (`agon_aggregates::wire`).
 
+use agon_aggregates::wire::{self, Stored};
 use cqrs_es::Aggregate;
 use cqrs_es::persist::{
     PersistedEventRepository, PersistenceError, ReplayStream, SerializedEvent, SerializedSnapshot,
@@ -22,20 +25,30 @@ impl From<StoreError> for PersistenceError {
                 PersistenceError::ConnectionError(Box::new(e))
             }
             e @ StoreError::Json(_) => PersistenceError::DeserializationError(Box::new(e)),
+            e @ StoreError::Undecodable(_) => PersistenceError::DeserializationError(Box::new(e)),
             other => PersistenceError::UnknownError(Box::new(other)),
         }
     }
 }
 
+/// A stored event as cqrs-es reads it, raised to its current version.
 fn to_serialized(row: StoredEvent) -> Result<SerializedEvent, StoreError> {
+    let upgraded = wire::upgrade(
+        Stored {
+            aggregate_type: &row.aggregate_type,
+            event_type: &row.event_type,
+            event_version: &row.event_version,
+        },
+        row.payload_value()?,
+    )?;
     Ok(SerializedEvent {
-        payload: row.payload_value()?,
+        payload: upgraded.payload,
         metadata: row.metadata_value()?,
         sequence: usize::try_from(row.sequence).unwrap_or_default(),
         aggregate_id: row.aggregate_id,
         aggregate_type: row.aggregate_type,
         event_type: row.event_type,
-        event_version: row.event_version,
+        event_version: upgraded.version.to_string(),
     })
 }
 

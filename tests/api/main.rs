@@ -12,6 +12,7 @@ mod auth;
 mod authz;
 mod cli;
 mod connections;
+mod consumers;
 mod debates;
 mod docs;
 mod feed;

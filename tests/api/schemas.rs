@@ -5,6 +5,7 @@
 
 mod accounts;
 mod debates;
+mod golden;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -426,7 +427,7 @@ fn check_event_schemas(samples: &[Sample], dirs: &[&str]) {
     for dir in dirs {
         for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
-            if !name.ends_with(".json") {
+            if !name.ends_with(".json") || name.ends_with(".sample.json") {
                 continue;
             }
             let file = format!("{dir}/{name}");

@@ -270,7 +270,11 @@ impl DomainEvent for AccountEvent {
         self.name().to_owned()
     }
 
+    /// The version the upcasters bring stored events of this type to.
     fn event_version(&self) -> String {
-        "1".to_owned()
+        crate::wire::current_version(
+            <crate::account::Account as cqrs_es::Aggregate>::TYPE,
+            &self.event_type(),
+        )
     }
 }

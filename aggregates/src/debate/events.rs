@@ -129,7 +129,11 @@ impl DomainEvent for DebateEvent {
         .to_owned()
     }
 
+    /// The version the upcasters bring stored events of this type to.
     fn event_version(&self) -> String {
-        "1".to_owned()
+        crate::wire::current_version(
+            <crate::debate::Debate as cqrs_es::Aggregate>::TYPE,
+            &self.event_type(),
+        )
     }
 }

@@ -126,8 +126,12 @@ impl DomainEvent for OrganizationEvent {
         .to_owned()
     }
 
+    /// The version the upcasters bring stored events of this type to.
     fn event_version(&self) -> String {
-        "1".to_owned()
+        crate::wire::current_version(
+            <Organization as cqrs_es::Aggregate>::TYPE,
+            &self.event_type(),
+        )
     }
 }
 

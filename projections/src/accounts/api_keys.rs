@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::account_event;
-use crate::{DocumentProjection, EventRecord};
+use crate::{DecodeError, DocumentProjection, EventRecord};
 
 /// The listing state of a key that still works.
 pub const LIVE: &str = "live";
@@ -41,18 +41,23 @@ impl DocumentProjection for ApiKeys {
     const NAME: &'static str = "api_keys";
     type Doc = ApiKeyDoc;
 
-    fn key(event: &EventRecord) -> Option<String> {
-        match account_event(event)? {
-            AccountEvent::ApiKeyCreated { key_id, .. }
-            | AccountEvent::NamedApiKeyCreated { key_id, .. }
-            | AccountEvent::ApiKeyRevoked { key_id, .. } => Some(key_id),
+    fn key(event: &EventRecord) -> Result<Option<String>, DecodeError> {
+        Ok(match account_event(event)? {
+            Some(
+                AccountEvent::ApiKeyCreated { key_id, .. }
+                | AccountEvent::NamedApiKeyCreated { key_id, .. }
+                | AccountEvent::ApiKeyRevoked { key_id, .. },
+            ) => Some(key_id),
             _ => None,
-        }
+        })
     }
 
-    fn apply(doc: Option<ApiKeyDoc>, event: &EventRecord) -> Option<ApiKeyDoc> {
-        let Some(change) = account_event(event) else {
-            return doc;
+    fn apply(
+        doc: Option<ApiKeyDoc>,
+        event: &EventRecord,
+    ) -> Result<Option<ApiKeyDoc>, DecodeError> {
+        let Some(change) = account_event(event)? else {
+            return Ok(doc);
         };
         let created = |key_id: String, name: String, key_hash: String, at: DateTime<Utc>| {
             Some(ApiKeyDoc {
@@ -65,7 +70,7 @@ impl DocumentProjection for ApiKeys {
                 revoked_reason: None,
             })
         };
-        match (change, doc) {
+        Ok(match (change, doc) {
             (
                 AccountEvent::ApiKeyCreated {
                     key_id,
@@ -89,7 +94,7 @@ impl DocumentProjection for ApiKeys {
                 Some(doc)
             }
             (_, doc) => doc,
-        }
+        })
     }
 
     fn owner(doc: &ApiKeyDoc) -> Option<String> {
@@ -129,7 +134,7 @@ mod tests {
                 at: at(),
             },
         );
-        assert_eq!(ApiKeys::key(&legacy).as_deref(), Some("k1"));
+        assert_eq!(ApiKeys::key(&legacy).ok().flatten().as_deref(), Some("k1"));
         let view =
             fold::<ApiKeys>(std::slice::from_ref(&legacy)).unwrap_or_else(|| panic!("no key"));
         assert_eq!(

@@ -14,18 +14,19 @@ use agon_aggregates::account::{AccountEvent, DEFAULT_KEY_NAME, Device, RevokeRea
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::{DocumentProjection, EventRecord};
+use crate::{DecodeError, DocumentProjection, EventRecord};
 
 /// The aggregate type of accounts.
 pub const ACCOUNT_AGGREGATE: &str = "account";
 /// The aggregate type of organizations.
 pub const ORGANIZATION_AGGREGATE: &str = "organization";
 
-fn account_event(event: &EventRecord) -> Option<AccountEvent> {
+/// The account event `event` carries; `None` for other aggregates.
+fn account_event(event: &EventRecord) -> Result<Option<AccountEvent>, DecodeError> {
     if event.aggregate_type != ACCOUNT_AGGREGATE {
-        return None;
+        return Ok(None);
     }
-    serde_json::from_value(event.payload.clone()).ok()
+    event.decode().map(Some)
 }
 
 /// An account's `default` key (the singular routes'): its id and the hash
@@ -75,14 +76,17 @@ impl DocumentProjection for Accounts {
     const NAME: &'static str = "accounts";
     type Doc = AccountView;
 
-    fn key(event: &EventRecord) -> Option<String> {
-        (event.aggregate_type == ACCOUNT_AGGREGATE).then(|| event.aggregate_id.clone())
+    fn key(event: &EventRecord) -> Result<Option<String>, DecodeError> {
+        Ok((event.aggregate_type == ACCOUNT_AGGREGATE).then(|| event.aggregate_id.clone()))
     }
 
-    fn apply(doc: Option<AccountView>, event: &EventRecord) -> Option<AccountView> {
+    fn apply(
+        doc: Option<AccountView>,
+        event: &EventRecord,
+    ) -> Result<Option<AccountView>, DecodeError> {
         use AccountEvent as E;
-        let Some(change) = account_event(event) else {
-            return doc;
+        let Some(change) = account_event(event)? else {
+            return Ok(doc);
         };
         if let E::Registered {
             user_id,
@@ -94,7 +98,7 @@ impl DocumentProjection for Accounts {
             ..
         } = change
         {
-            return Some(AccountView {
+            return Ok(Some(AccountView {
                 user_id,
                 email,
                 name,
@@ -110,9 +114,11 @@ impl DocumentProjection for Accounts {
                 other_api_keys: BTreeSet::new(),
                 created_at: at,
                 last_login_at: None,
-            });
+            }));
         }
-        let mut view = doc?;
+        let Some(mut view) = doc else {
+            return Ok(None);
+        };
         match change {
             E::EmailVerified { .. } => view.email_verified = true,
             E::LoginFailed {
@@ -192,7 +198,7 @@ impl DocumentProjection for Accounts {
             | E::ReauthFailed { .. }
             | E::MfaTokenSpent { .. } => {}
         }
-        Some(view)
+        Ok(Some(view))
     }
 
     fn owner(doc: &AccountView) -> Option<String> {
@@ -220,20 +226,25 @@ impl DocumentProjection for Sessions {
     const NAME: &'static str = "sessions";
     type Doc = SessionView;
 
-    fn key(event: &EventRecord) -> Option<String> {
-        match account_event(event)? {
-            AccountEvent::SessionStarted { session_id, .. }
-            | AccountEvent::SessionRefreshed { session_id, .. }
-            | AccountEvent::SessionRevoked { session_id, .. } => Some(session_id),
+    fn key(event: &EventRecord) -> Result<Option<String>, DecodeError> {
+        Ok(match account_event(event)? {
+            Some(
+                AccountEvent::SessionStarted { session_id, .. }
+                | AccountEvent::SessionRefreshed { session_id, .. }
+                | AccountEvent::SessionRevoked { session_id, .. },
+            ) => Some(session_id),
             _ => None,
-        }
+        })
     }
 
-    fn apply(doc: Option<SessionView>, event: &EventRecord) -> Option<SessionView> {
-        let Some(change) = account_event(event) else {
-            return doc;
+    fn apply(
+        doc: Option<SessionView>,
+        event: &EventRecord,
+    ) -> Result<Option<SessionView>, DecodeError> {
+        let Some(change) = account_event(event)? else {
+            return Ok(doc);
         };
-        match (change, doc) {
+        Ok(match (change, doc) {
             (
                 AccountEvent::SessionStarted {
                     session_id,
@@ -270,7 +281,7 @@ impl DocumentProjection for Sessions {
                 Some(view)
             }
             (_, doc) => doc,
-        }
+        })
     }
 
     fn owner(doc: &SessionView) -> Option<String> {
@@ -333,7 +344,10 @@ mod tests {
     }
 
     pub(super) fn fold<P: DocumentProjection>(events: &[EventRecord]) -> Option<P::Doc> {
-        events.iter().fold(None, |doc, e| P::apply(doc, e))
+        events
+            .iter()
+            .try_fold(None, |doc, e| P::apply(doc, e))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
@@ -379,11 +393,13 @@ mod tests {
         let keys = [account("u1", 4, named), account("u1", 5, revoke("k1"))];
         let view = keys
             .iter()
-            .try_fold(view, |doc, e| Accounts::apply(Some(doc), e))
+            .try_fold(view, |doc, e| Accounts::apply(Some(doc), e).ok().flatten())
             .unwrap_or_else(|| panic!("document lost"));
         assert_eq!(view.api_key, None);
         assert!(view.has_api_key(), "the named key is left");
         let view = Accounts::apply(Some(view), &account("u1", 6, revoke("k2")))
+            .ok()
+            .flatten()
             .unwrap_or_else(|| panic!("document lost"));
         assert!(!view.has_api_key());
         let disabled = Accounts::apply(
@@ -397,9 +413,14 @@ mod tests {
                 },
             ),
         )
+        .ok()
+        .flatten()
         .unwrap_or_else(|| panic!("document lost"));
         assert!(disabled.disabled);
-        assert_eq!(Accounts::key(&record("debate", "d", 1, json!({}))), None);
+        assert_eq!(
+            Accounts::key(&record("debate", "d", 1, json!({}))).ok(),
+            Some(None)
+        );
     }
 
     #[test]
@@ -414,7 +435,10 @@ mod tests {
                 at: at(),
             },
         );
-        assert_eq!(Sessions::key(&started).as_deref(), Some("s1"));
+        assert_eq!(
+            Sessions::key(&started).ok().flatten().as_deref(),
+            Some("s1")
+        );
         let revoked = account(
             "u1",
             3,
@@ -427,6 +451,9 @@ mod tests {
         let view = fold::<Sessions>(&[started, revoked]).unwrap_or_else(|| panic!("no session"));
         assert_eq!(view.user_id, "u1");
         assert_eq!(view.revoked_reason, Some(RevokeReason::Logout));
-        assert_eq!(Sessions::key(&account("u1", 1, registered())), None);
+        assert_eq!(
+            Sessions::key(&account("u1", 1, registered())).ok(),
+            Some(None)
+        );
     }
 }

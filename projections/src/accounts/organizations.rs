@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::ORGANIZATION_AGGREGATE;
-use crate::{DocumentProjection, EventRecord};
+use crate::{DecodeError, DocumentProjection, EventRecord};
 
 /// An organization's name, for invitations and `me`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,15 +25,16 @@ impl DocumentProjection for Organizations {
     const NAME: &'static str = "organizations";
     type Doc = OrganizationView;
 
-    fn key(event: &EventRecord) -> Option<String> {
-        (event.aggregate_type == ORGANIZATION_AGGREGATE).then(|| event.aggregate_id.clone())
+    fn key(event: &EventRecord) -> Result<Option<String>, DecodeError> {
+        Ok((event.aggregate_type == ORGANIZATION_AGGREGATE).then(|| event.aggregate_id.clone()))
     }
 
-    fn apply(doc: Option<OrganizationView>, event: &EventRecord) -> Option<OrganizationView> {
-        let Ok(change) = serde_json::from_value::<OrganizationEvent>(event.payload.clone()) else {
-            return doc;
-        };
-        match (change, doc) {
+    fn apply(
+        doc: Option<OrganizationView>,
+        event: &EventRecord,
+    ) -> Result<Option<OrganizationView>, DecodeError> {
+        let change: OrganizationEvent = event.decode()?;
+        Ok(match (change, doc) {
             (
                 OrganizationEvent::OrganizationCreated {
                     org_id,
@@ -54,7 +55,7 @@ impl DocumentProjection for Organizations {
                 Some(view)
             }
             (_, doc) => doc,
-        }
+        })
     }
 
     fn owner(doc: &OrganizationView) -> Option<String> {

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::{BusError, Consumer, after_checkpoint};
 use super::{ABANDONED_CONSUMER_TTL, BATCH, NatsBus, nats_error};
+use crate::store::EventLog;
 
 /// The one field of a message body that places it in the feed.
 #[derive(Deserialize)]
@@ -30,6 +31,7 @@ impl NatsBus {
     /// is finished first: `interrupt` is only heeded while waiting on NATS.
     pub(super) async fn consume(
         &self,
+        log: &EventLog,
         consumer: &dyn Consumer,
         interrupt: &CancellationToken,
     ) -> Result<(), BusError> {
@@ -53,9 +55,15 @@ impl NatsBus {
             () = interrupt.cancelled() => return Ok(()),
             messages = subscribe => messages?,
         };
+        let mut retries = self.delivery.subscribe_retries();
+        self.delivery.redeliver(log, consumer).await?;
         loop {
             let first = tokio::select! {
                 () = interrupt.cancelled() => break,
+                _ = retries.changed() => {
+                    self.delivery.redeliver(log, consumer).await?;
+                    continue;
+                }
                 first = messages.next() => first,
             };
             let Some(first) = first else { break };
@@ -86,7 +94,9 @@ impl NatsBus {
             let fresh = after_checkpoint(&events, checkpoint);
             if let Some(last) = fresh.last() {
                 let next = last.cursor;
-                consumer.handle(fresh).await?;
+                self.delivery
+                    .deliver(log, consumer, fresh, interrupt)
+                    .await?;
                 checkpoint = next;
             }
             // Acking the last message acks every one delivered before it.

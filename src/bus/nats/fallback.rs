@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::super::{Consumer, to_records};
+use super::super::{Consumer, ConsumerError, to_records};
 use super::{NatsBus, PAGE};
-use crate::store::{EventLog, StoreError};
+use crate::store::EventLog;
 
 /// How often the feed is read while nothing of this process woke the
 /// consumer (other replicas' commits).
@@ -36,19 +36,21 @@ impl NatsBus {
         consumer: &dyn Consumer,
         stay: Duration,
         stop: &CancellationToken,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), ConsumerError> {
         let started = Instant::now();
         // Subscribed before the first read, so that a commit landing between
         // a read and the wait still wakes the consumer.
         let mut commits = log.subscribe_commits();
         let mut resync = self.resync.subscribe();
+        let mut retries = self.delivery.subscribe_retries();
         let mut cursor = consumer.checkpoint().await?;
+        self.delivery.redeliver(log, consumer).await?;
         let mut wait = FEED_POLL;
         loop {
             let events = to_records(log.read_feed(cursor, PAGE).await?)?;
             if let Some(last) = events.last() {
                 let next = last.cursor;
-                consumer.handle(&events).await?;
+                self.delivery.deliver(log, consumer, &events, stop).await?;
                 cursor = next;
                 wait = FEED_POLL;
                 continue;
@@ -60,6 +62,7 @@ impl NatsBus {
                 () = stop.cancelled() => return Ok(()),
                 // Back to the stored checkpoint (the caller calls again).
                 _ = resync.changed() => return Ok(()),
+                _ = retries.changed() => self.delivery.redeliver(log, consumer).await?,
                 _ = commits.changed() => wait = EAGER_POLL,
                 () = tokio::time::sleep(wait) => wait = (wait * 2).min(FEED_POLL),
             }

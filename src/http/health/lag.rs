@@ -53,12 +53,18 @@ fn applies(name: &str, event: &EventRecord) -> bool {
     match name {
         AdminStats::NAME => AdminStats::relevant(event),
         Leaderboard::NAME => Leaderboard::relevant(event),
-        Accounts::NAME => Accounts::key(event).is_some(),
-        Sessions::NAME => Sessions::key(event).is_some(),
-        ApiKeys::NAME => ApiKeys::key(event).is_some(),
-        Organizations::NAME => Organizations::key(event).is_some(),
-        Debates::NAME => Debates::key(event).is_some(),
+        Accounts::NAME => has_key::<Accounts>(event),
+        Sessions::NAME => has_key::<Sessions>(event),
+        ApiKeys::NAME => has_key::<ApiKeys>(event),
+        Organizations::NAME => has_key::<Organizations>(event),
+        Debates::NAME => has_key::<Debates>(event),
         // An unknown name: only the head can tell.
         _ => true,
     }
+}
+
+/// Whether a document projection takes `event`; one whose key cannot be
+/// decoded stops the projection there, so it counts.
+fn has_key<P: DocumentProjection>(event: &EventRecord) -> bool {
+    !matches!(P::key(event), Ok(None))
 }

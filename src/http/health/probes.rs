@@ -1,6 +1,11 @@
 //! `/healthz` and `/readyz` for orchestrators: liveness says the process
 //! answers; readiness says it can serve reads that are current (the store
 //! answers, the bus is connected, no projection has events left to apply).
+//! A projection stalled at an event it cannot decode does not make a replica
+//! unready: every replica stalls on the same event and a restart does not
+//! help, so leaving the rotation would only turn a stale read model into an
+//! outage; it is named in `stalled` (and in the detailed health, the log and
+//! `service_projections_stalled`).
 //! Both are public and small: they say what is wrong, never figures.
 
 use axum::Json;
@@ -32,6 +37,10 @@ pub struct Readiness {
     pub projections: bool,
     /// Projections still applying events, by name.
     pub behind: Vec<&'static str>,
+    /// Projections stopped at an event they cannot decode, by name; absent
+    /// when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stalled: Vec<&'static str>,
 }
 
 /// Liveness: answers 200 while the process serves requests.
@@ -55,17 +64,21 @@ pub(super) async fn readyz(
     let probe = Probe::run(&ops, &http).await;
     let store = probe.database == "healthy";
     let bus = probe.event_bus == "healthy";
-    let (projections, behind) = if store {
-        let behind: Vec<&'static str> = projection_details(&ops)
+    let (projections, behind, stalled) = if store {
+        let (stalled, applying): (Vec<_>, Vec<_>) = projection_details(&ops)
             .await
+            .into_iter()
+            .partition(|p| p.stalled.is_some());
+        let behind: Vec<&'static str> = applying
             .into_iter()
             // Unknown (the head or a checkpoint unreadable) is not ready.
             .filter(|p| p.behind != Some(false))
             .map(|p| p.name)
             .collect();
-        (behind.is_empty(), behind)
+        let stalled = stalled.into_iter().map(|p| p.name).collect();
+        (behind.is_empty(), behind, stalled)
     } else {
-        (false, Vec::new())
+        (false, Vec::new(), Vec::new())
     };
     let ready = store && bus && projections;
     let status = if ready {
@@ -79,6 +92,7 @@ pub(super) async fn readyz(
         bus,
         projections,
         behind,
+        stalled,
     };
     (status, Json(body))
 }

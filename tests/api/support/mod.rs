@@ -10,7 +10,7 @@ pub mod tally;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agon::bus::Consumer;
+use agon::bus::{Consumer, ConsumerError};
 use agon::store::{Db, EventLog, StoreError};
 use agon_projections::{Cursor, EventRecord};
 use async_trait::async_trait;
@@ -181,11 +181,20 @@ impl Consumer for Recorder {
         self.log.load_checkpoint(&self.name).await
     }
 
-    async fn handle(&self, batch: &[EventRecord]) -> Result<(), StoreError> {
+    async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError> {
         self.seen.lock().unwrap().extend_from_slice(batch);
         if let Some(last) = batch.last() {
             self.log.save_checkpoint(&self.name, last.cursor).await?;
         }
+        Ok(())
+    }
+
+    async fn pass(&self, event: &EventRecord) -> Result<(), StoreError> {
+        self.log.save_checkpoint(&self.name, event.cursor).await
+    }
+
+    async fn retry(&self, event: &EventRecord) -> Result<(), ConsumerError> {
+        self.seen.lock().unwrap().push(event.clone());
         Ok(())
     }
 }
