@@ -8,6 +8,7 @@
 pub mod account;
 pub mod debate;
 pub mod email_claim;
+pub mod ids;
 pub mod meta;
 pub mod money;
 pub mod organization;

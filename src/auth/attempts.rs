@@ -80,7 +80,7 @@ impl Attempts {
 /// the API key.
 pub(super) fn credential_of(caller: &Caller) -> Result<String, AuthError> {
     match &caller.credential {
-        Credential::Session { session_id } => Ok(session_id.clone()),
+        Credential::Session { session_id } => Ok(session_id.to_string()),
         Credential::ApiKey { key_id } => Ok(format!("{API_KEY_CREDENTIAL_PREFIX}{key_id}")),
         Credential::StaticToken | Credential::ServiceHeaders => Err(AuthError::Forbidden(
             "This endpoint needs a user account's credential".to_owned(),

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 
 use agon_aggregates::account::{AccountCommand, RevokeReason, Role};
+use agon_aggregates::ids::{OrgId, SessionId, UserId};
 use agon_projections::{Accounts, Sessions};
 
 use super::activity::recent;
@@ -65,7 +66,7 @@ impl Auth {
             && constant_time_eq(expected.expose().as_bytes(), token.as_bytes())
         {
             return Ok(Caller {
-                user_id: STATIC_TOKEN_USER.to_owned(),
+                user_id: UserId::from_trusted(STATIC_TOKEN_USER),
                 email: None,
                 role: Role::Admin,
                 org_id: None,
@@ -97,10 +98,10 @@ impl Auth {
             credential: Credential::ApiKey {
                 key_id: parts.key_id,
             },
-            user_id: account.user_id,
+            user_id: UserId::from_trusted(account.user_id),
             email: Some(account.email),
             role: account.role,
-            org_id: account.org_id,
+            org_id: account.org_id.map(OrgId::from_trusted),
             org_role: account.org_role,
             service_roles: Vec::new(),
         })
@@ -118,16 +119,18 @@ impl Auth {
         }
         self.check_activity(&claims.sub, &session_id).await?;
         Ok(Caller {
-            user_id: claims.sub,
+            user_id: UserId::from_trusted(claims.sub),
             email: claims.email,
             role: match claims.role.as_deref() {
                 Some("admin") => Role::Admin,
                 _ => Role::User,
             },
-            org_id: claims.org_id,
+            org_id: claims.org_id.map(OrgId::from_trusted),
             org_role: claims.org_role,
             service_roles: Vec::new(),
-            credential: Credential::Session { session_id },
+            credential: Credential::Session {
+                session_id: SessionId::from_trusted(session_id),
+            },
         })
     }
 
@@ -180,10 +183,13 @@ fn service_caller(claims: ServiceClaims) -> Option<Caller> {
         Role::User
     };
     Some(Caller {
-        user_id,
+        user_id: UserId::parse(&user_id).ok()?,
         email: None,
         role,
-        org_id: claims.org_id.filter(fits),
+        org_id: claims
+            .org_id
+            .filter(fits)
+            .and_then(|o| OrgId::parse(&o).ok()),
         org_role: None,
         service_roles: if service_roles.is_empty() {
             vec!["user".to_owned()]

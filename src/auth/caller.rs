@@ -1,6 +1,7 @@
 //! Who is calling: the principal every protected handler receives.
 
 use agon_aggregates::account::Role;
+use agon_aggregates::ids::{OrgId, SessionId, UserId};
 use serde::Serialize;
 
 use super::rbac::{self, ORG_ROLE_PREFIX, Permission};
@@ -10,7 +11,7 @@ use super::rbac::{self, ORG_ROLE_PREFIX, Permission};
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Credential {
     /// An access token of session `session_id`.
-    Session { session_id: String },
+    Session { session_id: SessionId },
     /// The user's API key.
     ApiKey { key_id: String },
     /// `SERVICE_API_TOKEN`.
@@ -22,10 +23,10 @@ pub enum Credential {
 /// An authenticated caller.
 #[derive(Debug, Clone, Serialize)]
 pub struct Caller {
-    pub user_id: String,
+    pub user_id: UserId,
     pub email: Option<String>,
     pub role: Role,
-    pub org_id: Option<String>,
+    pub org_id: Option<OrgId>,
     pub org_role: Option<String>,
     /// Extra roles asserted by a trusted service (`X-User-Roles`).
     pub service_roles: Vec<String>,

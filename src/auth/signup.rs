@@ -177,12 +177,12 @@ impl Auth {
             role,
             token_hash: sha256_hex(&secret),
             expires_at,
-            by: caller.user_id.clone(),
+            by: caller.user_id.to_string(),
             at: now,
         };
         let org = self
             .log()
-            .execute::<Organization>(&org_id, invite, CommandMeta::by(&caller.user_id))
+            .execute::<Organization>(&org_id, invite, CommandMeta::by(caller.user_id.as_str()))
             .await?
             .state;
         let token = format!("{org_id}.{invite_id}.{secret}");

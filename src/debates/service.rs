@@ -3,6 +3,7 @@
 
 use agon_aggregates::CommandMeta;
 use agon_aggregates::debate::{ConsensusResult, Debate, DebateCommand, DebateStatus, Next};
+use agon_aggregates::ids::DebateId;
 use agon_projections::accounts::AccountView;
 use agon_projections::leaderboard::LeaderboardView;
 use agon_projections::{Accounts, Debates as DebateDocs, Leaderboard};
@@ -78,8 +79,8 @@ impl Debates {
             context: new.context.filter(|c| !c.trim().is_empty()),
             agents: new.agents,
             protocol,
-            created_by: caller.map(|c| c.user_id.clone()),
-            org_id: caller.and_then(|c| c.org_id.clone()),
+            created_by: caller.map(|c| c.user_id.to_string()),
+            org_id: caller.and_then(|c| c.org_id.as_ref().map(ToString::to_string)),
             at: self.clock.now(),
         };
         let meta = CommandMeta {
@@ -123,7 +124,7 @@ impl Debates {
 
     /// The debate `id` as the read model has it, if `caller` may see it.
     #[tracing::instrument(skip_all, fields(debate_id = %id), err(level = "debug"))]
-    pub async fn get(&self, caller: &Caller, id: &str) -> Result<Option<Debate>, StoreError> {
+    pub async fn get(&self, caller: &Caller, id: &DebateId) -> Result<Option<Debate>, StoreError> {
         match self.documents.get::<DebateDocs>(id).await? {
             Some(debate) if self.visible(caller, &debate).await? => Ok(Some(debate)),
             _ => Ok(None),
@@ -135,7 +136,7 @@ impl Debates {
     pub async fn outcome(
         &self,
         caller: &Caller,
-        id: &str,
+        id: &DebateId,
     ) -> Result<Option<DebateOutcome>, StoreError> {
         match self
             .documents
@@ -155,11 +156,12 @@ impl Debates {
 
     /// The debates among `ids` that `caller` may see, in the order asked.
     #[tracing::instrument(skip_all, fields(ids = ids.len()), err(level = "debug"))]
-    pub async fn many(&self, caller: &Caller, ids: &[String]) -> Result<Vec<Debate>, StoreError> {
-        let found = self.documents.many::<DebateDocs>(ids).await?;
+    pub async fn many(&self, caller: &Caller, ids: &[DebateId]) -> Result<Vec<Debate>, StoreError> {
+        let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let found = self.documents.many::<DebateDocs>(&keys).await?;
         let mut visible = Vec::with_capacity(found.len());
         for id in ids {
-            if let Some(debate) = found.iter().find(|d| &d.id == id)
+            if let Some(debate) = found.iter().find(|d| *id == d.id.as_str())
                 && self.visible(caller, debate).await?
             {
                 visible.push(debate.clone());

@@ -40,7 +40,7 @@ pub async fn identify(
         && request.extensions().get::<Principal>().is_none()
     {
         request.extensions_mut().insert(Principal {
-            user_id: caller.user_id.clone(),
+            user_id: caller.user_id.to_string(),
             tier: None,
         });
     }

@@ -2,6 +2,7 @@
 //! from the `debates` read model.
 
 use agon_aggregates::debate::{Debate, DebateStatus};
+use agon_aggregates::ids::DebateId;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -126,7 +127,16 @@ pub async fn list_debates(
 
 /// The debate `id` if the caller may see it (404 otherwise: its existence is not revealed).
 pub async fn find(debates: &Debates, caller: &Caller, id: &str) -> Result<Debate, ApiError> {
-    debates.get(caller, id).await?.ok_or_else(|| not_found(id))
+    let parsed = debate_id(id)?;
+    debates
+        .get(caller, &parsed)
+        .await?
+        .ok_or_else(|| not_found(id))
+}
+
+/// A debate id from a path; one that cannot be an id names no debate.
+fn debate_id(id: &str) -> Result<DebateId, ApiError> {
+    DebateId::parse(id).map_err(|_| not_found(id))
 }
 
 fn not_found(id: &str) -> ApiError {
@@ -236,7 +246,7 @@ pub async fn get_consensus(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     let debate = debates
-        .outcome(&caller, &id)
+        .outcome(&caller, &debate_id(&id)?)
         .await?
         .ok_or_else(|| not_found(&id))?;
     if let Some(body) =
@@ -306,7 +316,11 @@ pub async fn batch_debates(
     let mut ids = body.debate_ids;
     let mut seen = std::collections::HashSet::new();
     ids.retain(|id| seen.insert(id.clone()));
-    let found = debates.many(&caller, &ids).await?;
+    let parsed: Vec<DebateId> = ids
+        .iter()
+        .filter_map(|id| DebateId::parse(id).ok())
+        .collect();
+    let found = debates.many(&caller, &parsed).await?;
     let not_found = ids
         .iter()
         .filter(|id| !found.iter().any(|d| &d.id == *id))
