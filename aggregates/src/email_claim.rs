@@ -106,3 +106,7 @@ mod tests {
             .then_expect_events(vec![]);
     }
 }
+
+crate::rejections!(EmailClaimError {
+    Self::Taken => Conflict, "EMAIL_TAKEN",
+});

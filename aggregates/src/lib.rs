@@ -16,7 +16,7 @@ pub mod rejection;
 pub mod wire;
 
 pub use meta::CommandMeta;
-pub use rejection::{Rejection, RejectionKind};
+pub use rejection::{Refusal, Rejection, RejectionKind};
 
 /// An aggregate that decides a command into events without touching itself;
 /// its `Aggregate::handle` is then [`record`], so that every aggregate turns

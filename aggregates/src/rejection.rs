@@ -24,3 +24,43 @@ pub trait Rejection: std::error::Error {
     /// The rule broken, as a stable upper-case code (`DUPLICATE_AGENT`).
     fn code(&self) -> &'static str;
 }
+
+/// A refusal as a value: what any face needs to answer it, detached from
+/// the aggregate's error type (so services can carry it in their own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub kind: RejectionKind,
+    pub rule: &'static str,
+    /// The aggregate's words for it.
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn of(rejection: &dyn Rejection) -> Self {
+        Self {
+            kind: rejection.kind(),
+            rule: rejection.code(),
+            message: rejection.to_string(),
+        }
+    }
+}
+
+/// `impl Rejection` from a table of patterns: `Self::Variant => Kind, "CODE"`.
+#[macro_export]
+macro_rules! rejections {
+    ($error:ty { $($pattern:pat => $kind:ident, $code:literal),* $(,)? }) => {
+        impl $crate::rejection::Rejection for $error {
+            fn kind(&self) -> $crate::rejection::RejectionKind {
+                match self {
+                    $($pattern => $crate::rejection::RejectionKind::$kind,)*
+                }
+            }
+
+            fn code(&self) -> &'static str {
+                match self {
+                    $($pattern => $code,)*
+                }
+            }
+        }
+    };
+}

@@ -1,5 +1,6 @@
 //! Why an account or sign-in operation failed, before HTTP gives it a status.
 
+use agon_aggregates::Refusal;
 use agon_aggregates::account::{AccountError, ValueError};
 use agon_aggregates::email_claim::EmailClaimError;
 use agon_aggregates::organization::OrganizationError;
@@ -41,6 +42,10 @@ pub enum AuthError {
         resource_type: &'static str,
         resource_id: String,
     },
+    /// An aggregate's refusal that means nothing more to sign-in than its
+    /// kind and rule (a clash, a bad value, a missing permission).
+    #[error("{}", capitalized(&.0.message))]
+    Rejected(Refusal),
     /// An email, name or password the rules refuse.
     #[error(transparent)]
     Value(#[from] ValueError),
@@ -113,7 +118,6 @@ impl From<AccountError> for AuthError {
             A::CodeReplayed | A::InvalidBackupCode | A::MfaRequired => AuthError::InvalidCode,
             A::SessionNotActive | A::StepTokenSpent => AuthError::InvalidToken,
             A::CredentialExhausted => AuthError::CredentialEnded,
-            A::AttemptsInFlight => AuthError::Conflict(capitalized(&e.to_string())),
             A::NotRegistered => AuthError::NotFound {
                 resource_type: "user",
                 resource_id: String::new(),
@@ -122,24 +126,25 @@ impl From<AccountError> for AuthError {
                 resource_type: "verification token",
                 resource_id: String::new(),
             },
-            A::VerificationExpired => AuthError::Conflict(capitalized(&e.to_string())),
             A::ApiKeyNotFound => AuthError::NotFound {
                 resource_type: "API key",
                 resource_id: String::new(),
             },
-            A::InvalidApiKeyName => AuthError::Invalid(capitalized(&e.to_string())),
-            // The cap, like a taken name, is a clash with the keys the
-            // caller holds: revoking one resolves it.
-            A::TooManyApiKeys { .. } | A::ApiKeyNameTaken => {
-                AuthError::Conflict(capitalized(&e.to_string()))
-            }
-            A::AlreadyRegistered
+            // A bad key name is invalid; the key cap, like a taken name, is
+            // a clash with the keys the caller holds (revoking one resolves
+            // it); the rest are clashes with the account's state.
+            A::AttemptsInFlight
+            | A::VerificationExpired
+            | A::InvalidApiKeyName
+            | A::TooManyApiKeys { .. }
+            | A::ApiKeyNameTaken
+            | A::AlreadyRegistered
             | A::MfaNotEnabled
             | A::MfaAlreadyEnabled
             | A::MfaSetupNotStarted
             | A::NoApiKey
             | A::AlreadyVerified
-            | A::AlreadyInOrganization => AuthError::Conflict(capitalized(&e.to_string())),
+            | A::AlreadyInOrganization => AuthError::Rejected(Refusal::of(&e)),
         }
     }
 }
@@ -151,8 +156,6 @@ impl From<CommandError<OrganizationError>> for AuthError {
             CommandError::Store(e) => AuthError::Store(e),
             CommandError::Contended { .. } => AuthError::Contended,
             CommandError::Rejected(e) => match e {
-                O::NotAllowed => AuthError::Forbidden(capitalized(&e.to_string())),
-                O::InvalidName | O::InvalidRole => AuthError::Invalid(capitalized(&e.to_string())),
                 O::NotFound | O::InviteNotFound => AuthError::NotFound {
                     resource_type: if e == O::NotFound {
                         "organization"
@@ -161,13 +164,7 @@ impl From<CommandError<OrganizationError>> for AuthError {
                     },
                     resource_id: String::new(),
                 },
-                O::InviteExpired | O::InviteUsed => {
-                    AuthError::Conflict(capitalized(&e.to_string()))
-                }
-                O::InviteEmailMismatch => AuthError::Forbidden(capitalized(&e.to_string())),
-                O::AlreadyExists | O::AlreadyMember => {
-                    AuthError::Conflict(capitalized(&e.to_string()))
-                }
+                other => AuthError::Rejected(Refusal::of(&other)),
             },
         }
     }
@@ -176,8 +173,8 @@ impl From<CommandError<OrganizationError>> for AuthError {
 impl From<CommandError<EmailClaimError>> for AuthError {
     fn from(e: CommandError<EmailClaimError>) -> Self {
         match e {
-            CommandError::Rejected(EmailClaimError::Taken) => {
-                AuthError::Conflict("Email is already registered".to_owned())
+            CommandError::Rejected(e @ EmailClaimError::Taken) => {
+                AuthError::Rejected(Refusal::of(&e))
             }
             CommandError::Store(e) => AuthError::Store(e),
             CommandError::Contended { .. } => AuthError::Contended,

@@ -4,7 +4,7 @@
 //! the request's API version asks for (general, v1, v2, or the rate-limit
 //! form on every 429) and logs internal causes, which are never sent.
 
-use agon_aggregates::{Rejection, RejectionKind};
+use agon_aggregates::{Refusal, RejectionKind};
 use std::sync::Arc;
 
 use axum::Json;
@@ -87,15 +87,15 @@ impl ApiError {
 
     /// The one mapping of every aggregate's refusals; `field` names the
     /// request field the broken rule is about, when there is one.
-    pub fn rejected(refusal: &dyn Rejection, field: Option<&'static str>) -> Self {
-        let text = refusal.to_string();
+    pub fn rejected(refusal: &Refusal, field: Option<&'static str>) -> Self {
+        let text = &refusal.message;
         let message = match field {
             Some(field) => format!("{field}: {text}"),
-            None => crate::auth::error::capitalized(&text),
+            None => crate::auth::error::capitalized(text),
         };
         ApiError::Rejected {
-            kind: refusal.kind(),
-            rule: refusal.code(),
+            kind: refusal.kind,
+            rule: refusal.rule,
             message,
             field,
         }
@@ -381,6 +381,7 @@ impl From<&crate::auth::AuthError> for ApiError {
             A::Disabled | A::Forbidden(_) => ApiError::Forbidden(e.to_string()),
             A::Invalid(message) => ApiError::validation(message.clone(), json!({})),
             A::Value(rule) => ApiError::validation(rule.to_string(), json!({})),
+            A::Rejected(refusal) => ApiError::rejected(refusal, None),
             A::Conflict(message) => ApiError::Conflict(message.clone()),
             A::NotFound {
                 resource_type,
@@ -416,7 +417,7 @@ mod tests {
             name: "claude".to_owned(),
             earlier: "Claude".to_owned(),
         };
-        let report = ApiError::rejected(&rule, rule.field()).report();
+        let report = ApiError::rejected(&Refusal::of(&rule), rule.field()).report();
         assert_eq!(report.status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(report.code, "VALIDATION_ERROR");
         for form in [ErrorForm::V1, ErrorForm::V2] {
@@ -428,10 +429,10 @@ mod tests {
         assert_eq!(general["error"]["rule"], "DUPLICATE_AGENT");
         assert_eq!(general["error"]["details"]["field"], "agents");
         let late = ApiError::rejected(
-            &DebateError::WrongStatus {
+            &Refusal::of(&DebateError::WrongStatus {
                 status: "completed",
                 action: "pause",
-            },
+            }),
             None,
         );
         assert_eq!(late.report().status, StatusCode::CONFLICT);
@@ -447,6 +448,42 @@ mod tests {
             let response = ApiError::from(error).into_response();
             assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
             assert!(response.headers().contains_key(header::RETRY_AFTER));
+        }
+    }
+
+    #[test]
+    fn account_and_organization_refusals_go_through_the_same_mapping() {
+        use agon_aggregates::account::AccountError;
+        use agon_aggregates::organization::OrganizationError;
+
+        use crate::auth::AuthError;
+        let cases = [
+            (
+                AuthError::from(AccountError::TooManyApiKeys { max: 25 }),
+                StatusCode::CONFLICT,
+                "TOO_MANY_API_KEYS",
+            ),
+            (
+                AuthError::from(AccountError::InvalidApiKeyName),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "INVALID_API_KEY_NAME",
+            ),
+            (
+                AuthError::from(crate::store::CommandError::Rejected(
+                    OrganizationError::InviteEmailMismatch,
+                )),
+                StatusCode::FORBIDDEN,
+                "INVITE_EMAIL_MISMATCH",
+            ),
+        ];
+        for (error, status, rule) in cases {
+            let report = ApiError::from(error).report();
+            assert_eq!((report.status, report.rule), (status, Some(rule)));
+            assert!(
+                report.message.starts_with(char::is_uppercase),
+                "{}",
+                report.message
+            );
         }
     }
 }

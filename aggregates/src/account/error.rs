@@ -59,3 +59,29 @@ pub enum AccountError {
     #[error("too many failed checks with this credential: sign in again")]
     CredentialExhausted,
 }
+
+crate::rejections!(AccountError {
+    Self::NotRegistered => NotFound, "USER_NOT_FOUND",
+    Self::AlreadyRegistered => Conflict, "ALREADY_REGISTERED",
+    Self::Locked { .. } => Locked, "ACCOUNT_LOCKED",
+    Self::Disabled => Forbidden, "ACCOUNT_DISABLED",
+    Self::MfaRequired => Invalid, "MFA_REQUIRED",
+    Self::MfaNotEnabled => Conflict, "MFA_NOT_ENABLED",
+    Self::MfaAlreadyEnabled => Conflict, "MFA_ALREADY_ENABLED",
+    Self::MfaSetupNotStarted => Conflict, "MFA_SETUP_NOT_STARTED",
+    Self::CodeReplayed => Invalid, "CODE_REPLAYED",
+    Self::InvalidBackupCode => Invalid, "INVALID_BACKUP_CODE",
+    Self::SessionNotActive => Conflict, "SESSION_NOT_ACTIVE",
+    Self::NoApiKey => Conflict, "NO_API_KEY",
+    Self::ApiKeyNotFound => NotFound, "API_KEY_NOT_FOUND",
+    Self::ApiKeyNameTaken => Conflict, "API_KEY_NAME_TAKEN",
+    Self::InvalidApiKeyName => Invalid, "INVALID_API_KEY_NAME",
+    Self::TooManyApiKeys { .. } => Conflict, "TOO_MANY_API_KEYS",
+    Self::AlreadyVerified => Conflict, "ALREADY_VERIFIED",
+    Self::InvalidVerificationToken => NotFound, "VERIFICATION_TOKEN_NOT_FOUND",
+    Self::VerificationExpired => Conflict, "VERIFICATION_EXPIRED",
+    Self::AlreadyInOrganization => Conflict, "ALREADY_IN_ORGANIZATION",
+    Self::StepTokenSpent => Conflict, "STEP_TOKEN_SPENT",
+    Self::AttemptsInFlight => Conflict, "ATTEMPTS_IN_FLIGHT",
+    Self::CredentialExhausted => Forbidden, "CREDENTIAL_EXHAUSTED",
+});

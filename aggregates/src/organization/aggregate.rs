@@ -326,3 +326,16 @@ impl Aggregate for Organization {
         }
     }
 }
+
+crate::rejections!(OrganizationError {
+    Self::AlreadyExists => Conflict, "ORGANIZATION_EXISTS",
+    Self::NotFound => NotFound, "ORGANIZATION_NOT_FOUND",
+    Self::InvalidName => Invalid, "INVALID_ORGANIZATION_NAME",
+    Self::NotAllowed => Forbidden, "NOT_ALLOWED_TO_INVITE",
+    Self::InvalidRole => Invalid, "INVALID_INVITE_ROLE",
+    Self::AlreadyMember => Conflict, "ALREADY_MEMBER",
+    Self::InviteNotFound => NotFound, "INVITE_NOT_FOUND",
+    Self::InviteExpired => Conflict, "INVITE_EXPIRED",
+    Self::InviteUsed => Conflict, "INVITE_USED",
+    Self::InviteEmailMismatch => Forbidden, "INVITE_EMAIL_MISMATCH",
+});

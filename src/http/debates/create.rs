@@ -1,6 +1,7 @@
 //! `POST /api/debates` in its three body forms (current, v1, v2) and the
 //! deprecated paths that lead to it.
 
+use agon_aggregates::Refusal;
 use agon_aggregates::debate::{ConsensusMode, MAX_ROUNDS};
 use axum::Json;
 use axum::extract::State;
@@ -217,7 +218,7 @@ pub async fn create_debate(
                 message: format!("{field}: {reason}"),
                 details: json!({"field": field, "reason": reason}),
             },
-            CreateError::Rejected(rule) => ApiError::rejected(&rule, rule.field()),
+            CreateError::Rejected(rule) => ApiError::rejected(&Refusal::of(&rule), rule.field()),
             CreateError::Store(e) => e.into(),
             CreateError::Contended => ApiError::Unavailable(CreateError::Contended.to_string()),
         })?;
