@@ -15,7 +15,7 @@ use crate::bus::{Bus, BusError, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
-use crate::debates::Debates;
+use crate::debates::{Debates, TextLimits};
 use crate::http::ratelimit::RedisError;
 use crate::http::state::{ApiState, HttpState};
 use crate::ops::Ops;
@@ -104,7 +104,17 @@ impl App {
         let auth = Auth::new(&settings, log.clone(), clock.clone())?;
         let agents = Agents::new(&settings.agents);
         let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings);
-        let debates = Debates::new(log.clone(), clock.clone(), agents.clone(), runner.clone());
+        let limits = TextLimits {
+            topic_chars: settings.agents.max_topic_chars,
+            context_chars: settings.agents.max_context_chars,
+        };
+        let debates = Debates::new(
+            log.clone(),
+            clock.clone(),
+            agents.clone(),
+            runner.clone(),
+            limits,
+        );
         let ops = Ops::new(
             log.clone(),
             bus.clone(),

@@ -262,6 +262,8 @@ pub(super) mod tests {
             max_concurrent_debates: 1,
             debate_lease: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(1),
+            max_topic_chars: 2_000,
+            max_context_chars: 20_000,
         }
     }
 

@@ -73,6 +73,12 @@ pub struct AgentSettings {
     /// may take to finish before the service stops anyway (they resume at
     /// the next start). Default 120.
     pub shutdown_grace: Duration,
+    /// `SERVICE_MAX_TOPIC_CHARS`: longest debate topic, in characters as
+    /// sent. Default 2000.
+    pub max_topic_chars: usize,
+    /// `SERVICE_MAX_CONTEXT_CHARS`: longest debate context, in characters.
+    /// Default 20000.
+    pub max_context_chars: usize,
 }
 
 impl AgentSettings {
@@ -145,6 +151,14 @@ impl AgentSettings {
                 vars.within_u32("SERVICE_SHUTDOWN_GRACE_SECONDS", 1, 86_400, 120)?
                     .into(),
             ),
+            max_topic_chars: vars.within_u32("SERVICE_MAX_TOPIC_CHARS", 1, 1_000_000, 2_000)?
+                as usize,
+            max_context_chars: vars.within_u32(
+                "SERVICE_MAX_CONTEXT_CHARS",
+                1,
+                10_000_000,
+                20_000,
+            )? as usize,
         })
     }
 }

@@ -5,7 +5,5 @@
 pub mod rules;
 mod service;
 
-pub use rules::{
-    CreateError, MAX_CONTEXT_CHARS, MAX_TOPIC_CHARS, NewDebate, auto_agents, protocol_for,
-};
+pub use rules::{CreateError, NewDebate, TextLimits, auto_agents, protocol_for};
 pub use service::{DebateOutcome, Debates};

@@ -12,10 +12,13 @@ use thiserror::Error;
 use crate::agents::{Agents, Provider, ResolveError};
 use crate::store::{CommandError, StoreError};
 
-/// Longest topic accepted, in characters.
-pub const MAX_TOPIC_CHARS: usize = 2_000;
-/// Longest context accepted, in characters.
-pub const MAX_CONTEXT_CHARS: usize = 20_000;
+/// How long a topic and a context may be (`SERVICE_MAX_TOPIC_CHARS`,
+/// `SERVICE_MAX_CONTEXT_CHARS`), in characters as sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextLimits {
+    pub topic_chars: usize,
+    pub context_chars: usize,
+}
 
 /// A debate as asked for, before checks.
 #[derive(Debug, Clone, Default)]
@@ -86,12 +89,17 @@ pub fn auto_agents(agents: &Agents) -> Vec<String> {
 }
 
 /// Checks a request and turns it into the create command's parts.
-pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, CreateError> {
+pub fn protocol_for(
+    new: &mut NewDebate,
+    agents: &Agents,
+    limits: TextLimits,
+) -> Result<Protocol, CreateError> {
     // The limit counts what was sent, spaces included.
-    if new.topic.chars().count() > MAX_TOPIC_CHARS {
+    let max_topic = limits.topic_chars;
+    if new.topic.chars().count() > max_topic {
         return Err(invalid(
             "topic",
-            format!("must be at most {MAX_TOPIC_CHARS} characters"),
+            format!("must be at most {max_topic} characters"),
         ));
     }
     new.topic = new.topic.trim().to_owned();
@@ -101,11 +109,11 @@ pub fn protocol_for(new: &mut NewDebate, agents: &Agents) -> Result<Protocol, Cr
     if new
         .context
         .as_ref()
-        .is_some_and(|c| c.chars().count() > MAX_CONTEXT_CHARS)
+        .is_some_and(|c| c.chars().count() > limits.context_chars)
     {
         return Err(invalid(
             "context",
-            format!("must be at most {MAX_CONTEXT_CHARS} characters"),
+            format!("must be at most {} characters", limits.context_chars),
         ));
     }
     new.agents = new.agents.iter().map(|a| a.trim().to_owned()).collect();

@@ -10,7 +10,7 @@ use agon_projections::{Accounts, Debates as DebateDocs, Leaderboard};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::rules::{CreateError, NewDebate, protocol_for};
+use super::rules::{CreateError, NewDebate, TextLimits, protocol_for};
 use crate::agents::Agents;
 use crate::auth::Caller;
 use crate::clock::Clock;
@@ -41,17 +41,30 @@ pub struct Debates {
     clock: Clock,
     agents: Agents,
     runner: Runner,
+    limits: TextLimits,
 }
 
 impl Debates {
-    pub fn new(log: EventLog, clock: Clock, agents: Agents, runner: Runner) -> Self {
+    pub fn new(
+        log: EventLog,
+        clock: Clock,
+        agents: Agents,
+        runner: Runner,
+        limits: TextLimits,
+    ) -> Self {
         Self {
             documents: Documents::new(log.clone()),
             log,
             clock,
             agents,
             runner,
+            limits,
         }
+    }
+
+    /// How long a topic and a context may be.
+    pub fn limits(&self) -> TextLimits {
+        self.limits
     }
 
     /// The agents this deployment can seat.
@@ -71,7 +84,7 @@ impl Debates {
         caller: Option<&Caller>,
         request_id: Option<String>,
     ) -> Result<Debate, CreateError> {
-        let protocol = protocol_for(&mut new, &self.agents)?;
+        let protocol = protocol_for(&mut new, &self.agents, self.limits)?;
         let id = uuid::Uuid::now_v7().to_string();
         let command = DebateCommand::Create {
             debate_id: id.clone(),

@@ -77,7 +77,11 @@ pub fn with_platform(state: impl Into<ApiState>, routes: Routes) -> Router {
     let (router, table, paths, schemas) = routes.into_parts();
     let table = Arc::new(table);
     let mut document = docs::document(paths, schemas, &table);
-    debates::fit_create_schema(&mut document, app.agents.name_pattern());
+    debates::fit_create_schema(
+        &mut document,
+        app.agents.name_pattern(),
+        app.debates.limits(),
+    );
     let docs = Arc::new(ApiDocs::new(&document));
     let platform = Platform {
         auth: app.auth.clone(),

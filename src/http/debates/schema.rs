@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use agon_aggregates::debate::rules::{MAX_PHASE_CHARS, MAX_PHASES};
 
-use crate::debates::MAX_CONTEXT_CHARS;
+use crate::debates::TextLimits;
 
 /// Text with at least one character the service does not trim. Spelled out
 /// rather than `\s`, whose meaning differs between regular-expression
@@ -41,7 +41,7 @@ fn not_both(first: &str, second: &str, nested: bool) -> Value {
 
 /// Fits the `CreateDebateBody` and `ProtocolBody` components of `doc` to a
 /// deployment whose agent names match `agent_pattern`.
-pub fn fit(doc: &mut Value, agent_pattern: &str) {
+pub fn fit(doc: &mut Value, agent_pattern: &str, limits: TextLimits) {
     let name = json!({"type": "string", "pattern": agent_pattern});
     if let Some(protocol) = doc.pointer_mut("/components/schemas/ProtocolBody/properties") {
         protocol["consensus"]["enum"] = consensus_modes();
@@ -60,7 +60,7 @@ pub fn fit(doc: &mut Value, agent_pattern: &str) {
     for field in ["topic", "task"] {
         properties[field]["pattern"] = json!(NOT_BLANK);
     }
-    properties["context"]["maxLength"] = json!(MAX_CONTEXT_CHARS);
+    properties["context"]["maxLength"] = json!(limits.context_chars);
     properties["consensus"]["enum"] = consensus_modes();
     properties["judge"]["pattern"] = json!(agent_pattern);
     let agents = &mut properties["agents"];

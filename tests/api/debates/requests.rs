@@ -254,3 +254,36 @@ async fn the_create_schema_names_only_agents_this_deployment_seats() {
     assert_eq!(body["properties"]["agents"]["uniqueItems"], true);
     app.stop.cancel();
 }
+
+/// The topic and context limits are the deployment's, in the handler and
+/// in the published schema alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn topic_and_context_limits_follow_their_variables() {
+    let (app, api) = Api::spawn(&[
+        ("SERVICE_MAX_TOPIC_CHARS", "10"),
+        ("SERVICE_MAX_CONTEXT_CHARS", "12"),
+    ])
+    .await;
+    let (_, doc) = api.get("/api/openapi.json").await;
+    let context = &doc["components"]["schemas"]["CreateDebateBody"]["properties"]["context"];
+    assert_eq!(context["maxLength"], 12, "{context}");
+    let create =
+        |topic: &str, context: &str| json!({"topic": topic, "context": context, "agents": DEMO});
+    let (status, body) = api
+        .post("/api/debates", create("ten chars!", "twelve chars"))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = api.post("/api/debates", create("eleven char", "c")).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        body["error"], "topic: must be at most 10 characters",
+        "{body}"
+    );
+    let (status, body) = api.post("/api/debates", create("t", "thirteen char")).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().starts_with("context: "),
+        "{body}"
+    );
+    app.stop.cancel();
+}
