@@ -48,7 +48,7 @@ impl Auth {
     }
 
     /// Clears the lock and the failure count.
-    #[tracing::instrument(skip_all, fields(user_id = %user_id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
     pub async fn unlock(&self, admin: &str, user_id: &str) -> Result<LockoutStatus, AuthError> {
         self.existing(user_id).await?;
         let unlock = AccountCommand::Unlock {
@@ -60,7 +60,7 @@ impl Auth {
     }
 
     /// Disables `user_id`: sign-in refused, every session and API key end.
-    #[tracing::instrument(skip_all, fields(user_id = %user_id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
     pub async fn disable(&self, admin: &str, user_id: &str) -> Result<usize, AuthError> {
         self.existing(user_id).await?;
         let disable = AccountCommand::Disable {
@@ -80,7 +80,7 @@ impl Auth {
 
     /// Lets a disabled `user_id` sign in again (its sessions and API keys
     /// stay revoked). Enabling an enabled account changes nothing.
-    #[tracing::instrument(skip_all, fields(user_id = %user_id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
     pub async fn enable(&self, admin: &str, user_id: &str) -> Result<(), AuthError> {
         self.existing(user_id).await?;
         let enable = AccountCommand::Enable {
@@ -96,7 +96,7 @@ impl Auth {
     }
 
     /// Ends every session of `user_id` and revokes its API keys.
-    #[tracing::instrument(skip_all, fields(user_id = %user_id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
     pub async fn revoke_all(&self, admin: &str, user_id: &str) -> Result<usize, AuthError> {
         self.existing(user_id).await?;
         let revoke = AccountCommand::RevokeAll {

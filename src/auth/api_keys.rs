@@ -60,7 +60,7 @@ impl Auth {
     }
 
     /// Creates a key named `name` beside the caller's other keys.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn create_named_api_key(
         &self,
         user_id: &str,

@@ -61,7 +61,7 @@ impl NewAccount<'_> {
 impl Auth {
     /// Creates an account; the email is claimed first so that two
     /// registrations of one address cannot both succeed.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn register(
         &self,
         new: NewAccount<'_>,
@@ -114,7 +114,7 @@ impl Auth {
     /// Checks email and password; opens a session or asks for the second
     /// factor. The check is reserved first (see [`super::attempts`]) and
     /// runs as its own task, so a client hanging up cannot strand it.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn login(
         &self,
         email: &str,

@@ -26,7 +26,7 @@ pub struct MfaSetup {
 
 impl Auth {
     /// Starts MFA setup: a new secret, stored encrypted, pending a first code.
-    #[tracing::instrument(skip_all, fields(user_id = %user_id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
     pub async fn begin_mfa(&self, user_id: &str) -> Result<MfaSetup, AuthError> {
         let account = self.account(user_id).await?;
         let secret = totp::new_secret();
@@ -45,7 +45,7 @@ impl Auth {
     /// Turns MFA on once `code` matches the pending secret; returns the
     /// backup codes, shown this once. A wrong code counts against the
     /// caller's credential (see [`Auth::change_password`]).
-    #[tracing::instrument(skip_all, fields(user_id = %caller.user_id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %caller.user_id), err(level = "debug"))]
     pub async fn enable_mfa(&self, caller: &Caller, code: &str) -> Result<Vec<String>, AuthError> {
         let account = self.account(&caller.user_id).await?;
         if account.mfa.enabled {
@@ -63,7 +63,7 @@ impl Auth {
 
     /// Turns MFA off; needs a current code or a backup code, counted like
     /// [`Auth::enable_mfa`]'s.
-    #[tracing::instrument(skip_all, fields(user_id = %caller.user_id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %caller.user_id), err(level = "debug"))]
     pub async fn disable_mfa(&self, caller: &Caller, code: &str) -> Result<(), AuthError> {
         let account = self.account(&caller.user_id).await?;
         if !account.mfa.enabled {

@@ -12,7 +12,7 @@ use crate::crypto::jwt::TokenType;
 
 impl Auth {
     /// Exchanges a refresh token for a new pair; a reused one ends its session.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn refresh(&self, refresh_token: &str) -> Result<TokenPair, AuthError> {
         let claims = self.check_token(refresh_token, TokenType::Refresh)?;
         let generation = claims.generation.ok_or(AuthError::InvalidToken)?;
@@ -101,7 +101,7 @@ impl Auth {
     /// is counted against the caller's credential, not the account's lock:
     /// someone else's failed sign-ins do not stop the owner, and a stolen
     /// session gets [`agon_aggregates::account::REAUTH_LIMIT`] guesses before it ends.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn change_password(
         &self,
         caller: &Caller,

@@ -55,7 +55,7 @@ pub struct SentInvite {
 impl Auth {
     /// Registers an unverified account and mails its verification link.
     /// Returns the account and whether the mail went out.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn signup(&self, new: NewAccount<'_>) -> Result<(Account, bool), AuthError> {
         let account = self.register(new, false).await?;
         let sent = self.send_verification(&account).await?;
@@ -94,7 +94,7 @@ impl Auth {
     }
 
     /// Marks the token's account verified.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn verify_email(&self, token: &str) -> Result<Account, AuthError> {
         let invalid = || AuthError::NotFound {
             resource_type: "verification token",
@@ -150,7 +150,7 @@ impl Auth {
     }
 
     /// Invites `email` into the caller's organization as `role`.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn invite(
         &self,
         caller: &Caller,

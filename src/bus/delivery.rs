@@ -238,6 +238,11 @@ impl Delivery {
     /// Hands `batch` to `consumer`, acting on each failure as the module
     /// says. Returns once every event is handled, dead-lettered or (stopped)
     /// not; the error is a store failure, or the stall `stop` ended.
+    #[tracing::instrument(level = "debug", skip_all, fields(
+        consumer = consumer.name(),
+        events = batch.len(),
+        from = batch.first().map(|e| e.cursor.position),
+    ))]
     pub(crate) async fn deliver(
         &self,
         log: &EventLog,
@@ -246,6 +251,14 @@ impl Delivery {
         stop: &CancellationToken,
     ) -> Result<(), ConsumerError> {
         let name = consumer.name();
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            // Follows a request from its handler to every consumer.
+            let requests: Vec<&str> = batch
+                .iter()
+                .filter_map(|e| e.metadata.get("request_id").and_then(|r| r.as_str()))
+                .collect();
+            tracing::debug!(?requests, "delivering");
+        }
         let mut rest = batch;
         let mut failures = 0u32;
         let mut stall_wait = STALL_RETRY_FIRST;

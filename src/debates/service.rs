@@ -77,7 +77,7 @@ impl Debates {
     }
 
     /// Creates a debate and, when a slot is free, starts it before returning.
-    #[tracing::instrument(skip_all, err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
     pub async fn create(
         &self,
         mut new: NewDebate,
@@ -136,7 +136,7 @@ impl Debates {
     }
 
     /// The debate `id` as the read model has it, if `caller` may see it.
-    #[tracing::instrument(skip_all, fields(debate_id = %id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(debate_id = %id), err(level = "debug"))]
     pub async fn get(&self, caller: &Caller, id: &DebateId) -> Result<Option<Debate>, StoreError> {
         match self.documents.get::<DebateDocs>(id).await? {
             Some(debate) if self.visible(caller, &debate).await? => Ok(Some(debate)),
@@ -145,7 +145,7 @@ impl Debates {
     }
 
     /// The debate `id` without its messages, if `caller` may see it.
-    #[tracing::instrument(skip_all, fields(debate_id = %id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(debate_id = %id), err(level = "debug"))]
     pub async fn outcome(
         &self,
         caller: &Caller,
@@ -168,7 +168,7 @@ impl Debates {
     }
 
     /// The debates among `ids` that `caller` may see, in the order asked.
-    #[tracing::instrument(skip_all, fields(ids = ids.len()), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(ids = ids.len()), err(level = "debug"))]
     pub async fn many(&self, caller: &Caller, ids: &[DebateId]) -> Result<Vec<Debate>, StoreError> {
         let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
         let found = self.documents.many::<DebateDocs>(&keys).await?;
@@ -185,7 +185,7 @@ impl Debates {
 
     /// A page of the caller's debates (every debate for admins), newest
     /// first, in status `state` when given, with how many match in all.
-    #[tracing::instrument(skip_all, fields(limit, offset), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(limit, offset), err(level = "debug"))]
     pub async fn list(
         &self,
         caller: &Caller,

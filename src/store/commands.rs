@@ -91,7 +91,7 @@ impl EventLog {
     /// caller would otherwise make several in a row. A refused follow-up
     /// ends the chain; the commands before it still commit. On a retry after
     /// a lost race `follow` is asked again from the start.
-    #[tracing::instrument(skip_all, fields(aggregate = A::TYPE, id = %held.context.aggregate_id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(aggregate = A::TYPE, id = %held.context.aggregate_id), err(level = "debug"))]
     pub async fn run_then<A>(
         &self,
         held: &mut Held<A>,
@@ -153,7 +153,7 @@ impl EventLog {
     }
 
     /// Decides `command` on the current state of `id` and commits its events.
-    #[tracing::instrument(skip_all, fields(aggregate = A::TYPE, id = %id), err(level = "debug"))]
+    #[tracing::instrument(level = "debug", skip_all, fields(aggregate = A::TYPE, id = %id), err(level = "debug"))]
     pub async fn execute<A>(
         &self,
         id: &str,
