@@ -282,6 +282,9 @@ pub async fn create(
         .wait_for::<Debates>(&id, READ_MODEL_WAIT, |_| true)
         .await
         .map_err(|e| CreateError::Store(e.to_string()))?;
+    crate::projection::reads::wait_listed(&app.log, &id, READ_MODEL_WAIT)
+        .await
+        .map_err(|e| CreateError::Store(e.to_string()))?;
     Ok(debate)
 }
 

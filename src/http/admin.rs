@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use agon_projections::AdminStats;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
@@ -15,7 +14,7 @@ use super::ratelimit::Action;
 use super::routes::{RouteSpec, Routes};
 use crate::app::App;
 use crate::auth::rbac::Permission;
-use crate::projection::load_view;
+use crate::projection::reads;
 
 pub fn routes() -> Routes {
     Routes::new().add(
@@ -38,9 +37,9 @@ pub struct Stats {
 #[utoipa::path(get, path = "/api/admin/stats", tag = "operations",
     responses((status = 200, body = Stats)))]
 async fn stats(State(app): State<App>) -> Result<Json<Stats>, ApiError> {
-    let view = load_view::<AdminStats>(&app.log).await?;
+    let view = reads::admin_stats(&app.log).await?;
     Ok(Json(Stats {
-        active_debates: view.active_debates.len() as u64,
+        active_debates: view.active_debates,
         total_events: view.total_events,
         events_by_aggregate_type: view.events_by_aggregate_type,
     }))

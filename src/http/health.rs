@@ -229,7 +229,7 @@ pub struct ProjectionDetail {
 async fn projection_details(app: &App) -> Vec<ProjectionDetail> {
     let head = app.log.feed_head().await.ok();
     let mut projections = Vec::new();
-    for name in projection::ALL {
+    for name in projection::registry::names() {
         let checkpoint = app
             .log
             .load_checkpoint(&projection::checkpoint_name(name))

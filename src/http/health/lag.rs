@@ -3,10 +3,7 @@
 //! idle projections `behind`, since they save their checkpoint over events
 //! they ignore at most once a second (and not at all after the last batch).
 
-use agon_projections::{
-    Accounts, AdminStats, ApiKeys, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
-    Organizations, Projection, Sessions,
-};
+use agon_projections::{Cursor, EventRecord};
 
 use crate::app::App;
 use crate::store::StoreError;
@@ -51,15 +48,6 @@ pub(super) async fn behind(
 
 /// The projections' own filters: what their runners do not skip.
 fn applies(name: &str, event: &EventRecord) -> bool {
-    match name {
-        AdminStats::NAME => AdminStats::relevant(event),
-        Leaderboard::NAME => Leaderboard::relevant(event),
-        Accounts::NAME => Accounts::key(event).is_some(),
-        Sessions::NAME => Sessions::key(event).is_some(),
-        ApiKeys::NAME => ApiKeys::key(event).is_some(),
-        Organizations::NAME => Organizations::key(event).is_some(),
-        Debates::NAME => Debates::key(event).is_some(),
-        // An unknown name: only the head can tell.
-        _ => true,
-    }
+    // An unknown name: only the head can tell.
+    crate::projection::registry::find(name).is_none_or(|p| (p.relevant)(event))
 }
