@@ -14,6 +14,7 @@ pub mod context;
 pub mod debates;
 pub mod docs;
 pub mod error;
+pub mod etag;
 pub mod extract;
 pub mod health;
 pub mod metrics;

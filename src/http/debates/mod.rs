@@ -5,6 +5,7 @@
 mod create;
 mod export;
 mod export_one;
+mod page;
 mod read;
 mod schema;
 pub mod views;

@@ -11,14 +11,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
+use super::page;
 use super::views::{ConsensusBody, DebateDetail, DebateOutcome, DebateSummary, MessageView};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::debates::{visible, visible_to};
 use crate::http::error::ApiError;
+use crate::http::etag::Conditional;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::http::shared::Shared;
-use crate::projection::{Documents, ListFilter};
+use crate::projection::{Documents, ListFilter, reads};
+use crate::store::StoreError;
 
 /// Default page size of debate listings (§8.2).
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -113,40 +116,33 @@ pub fn filter_for<'a>(caller: &'a Caller, state: Option<&'a str>) -> ListFilter<
 pub async fn list_debates(
     State(app): State<App>,
     caller: Caller,
+    conditional: Conditional,
     ApiQuery(query): ApiQuery<ListQuery>,
-) -> Result<Json<DebateList>, ApiError> {
+) -> Result<Response, ApiError> {
     let limit = page_limit(query.limit)?;
     let offset = page_offset(query.offset)?;
     let state = query.status.map(StatusName::as_str);
-    let (debates, total) = Documents::new(app.log.clone())
-        .list::<Debates>(filter_for(&caller, state), limit, u64::from(offset))
-        .await?;
-    let count = debates.len();
-    let page = Shared::new(debates.iter().map(DebateSummary::from).collect());
-    Ok(Json(DebateList {
-        debates: page.clone(),
-        items: page,
-        has_more: u64::from(offset).saturating_add(u64::try_from(count).unwrap_or(u64::MAX))
-            < total,
-        total,
-        count,
-        limit,
-        offset,
-    }))
+    let found = reads::debate_page(&app.log, filter_for(&caller, state), limit, offset.into());
+    Ok(page::respond(&conditional, &found.await?, limit, offset))
 }
 
 /// The debate `id` if the caller may see it (404 otherwise: its existence is not revealed).
 pub async fn find(app: &App, caller: &Caller, id: &str) -> Result<Debate, ApiError> {
+    find_stored(app, caller, id).await.map(|(debate, _)| debate)
+}
+
+/// [`find`], with the debate's document as stored (what its tag is made from).
+async fn find_stored(app: &App, caller: &Caller, id: &str) -> Result<(Debate, String), ApiError> {
     let not_found = || ApiError::NotFound {
         resource_type: "debate",
         resource_id: Some(id.to_owned()),
     };
-    let debate = Documents::new(app.log.clone())
-        .get::<Debates>(id)
+    let text = reads::document_text::<Debates>(&app.log, id)
         .await?
         .ok_or_else(not_found)?;
+    let debate: Debate = serde_json::from_str(&text).map_err(StoreError::from)?;
     if visible(app, caller, &debate).await? {
-        Ok(debate)
+        Ok((debate, text))
     } else {
         Err(not_found())
     }
@@ -159,9 +155,12 @@ pub async fn find(app: &App, caller: &Caller, id: &str) -> Result<Debate, ApiErr
 pub async fn get_debate(
     State(app): State<App>,
     caller: Caller,
+    conditional: Conditional,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<DebateDetail>, ApiError> {
-    Ok(Json(DebateDetail::from(&find(&app, &caller, &id).await?)))
+) -> Result<Response, ApiError> {
+    let (debate, stored) = find_stored(&app, &caller, &id).await?;
+    let tag = conditional.tag([stored.as_bytes()]);
+    Ok(conditional.respond(&tag, || Json(DebateDetail::from(&debate)).into_response()))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
