@@ -15,6 +15,7 @@ use crate::bus::{Bus, BusError, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
+use crate::http::debates::rendered::RenderedDetails;
 use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
 use crate::runner::Runner;
@@ -56,6 +57,8 @@ pub struct App {
     pub clock: Clock,
     pub agents: Agents,
     pub runner: Runner,
+    /// Rendered debate details, by the digest of their documents.
+    pub details: Arc<RenderedDetails>,
 }
 
 impl App {
@@ -93,6 +96,7 @@ impl App {
         let auth = Auth::new(&settings, log.clone(), clock.clone())?;
         let agents = Agents::new(&settings.agents);
         let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings);
+        let details = Arc::new(RenderedDetails::new(settings.http.detail_cache_bytes));
         Ok(Self {
             settings: Arc::new(settings),
             log,
@@ -105,6 +109,7 @@ impl App {
             clock,
             agents,
             runner,
+            details,
         })
     }
 

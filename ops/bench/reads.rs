@@ -1,8 +1,9 @@
 //! Reads per second and their p50/p99 latency for the debate detail, the
 //! debates list and the leaderboard, each beside a trivial route of the same
-//! binary in the same run (`/healthz`) and reported as a ratio of it; then
-//! the list's p50 again once the store holds 100 000 debates (seeded through
-//! the store's append, many streams at once, not over HTTP).
+//! binary in the same run (`/healthz`, in turns with the route) and reported
+//! as a ratio of it; then the list's p50 again once the store holds 100 000
+//! debates (seeded through the store's append, many streams at once, not
+//! over HTTP).
 //!
 //! `cargo bench --bench reads` measures the embedded store; with
 //! `AGON_BENCH_DATABASE_URL` (`ops/bench/run.sh reads`) PostgreSQL too.
@@ -174,27 +175,27 @@ struct Figures {
     p99: Duration,
 }
 
-/// GETs `path` from `clients` concurrent clients for the configured time.
-async fn measure(base: &str, path: &str) -> Figures {
-    let clients = setting("AGON_BENCH_READ_CLIENTS", 8) as usize;
-    let time = Duration::from_secs(setting("AGON_BENCH_READ_SECONDS", 3));
-    let client = reqwest::Client::new();
-    let url = format!("{base}{path}");
-    // Warm up connections and caches.
-    for _ in 0..50 {
-        assert_eq!(get(&client, &url).await.0, 200, "{path}");
-    }
-    let started = Instant::now();
-    let deadline = started + time;
+/// Rounds in which a route and `/healthz` take turns, so that both see the
+/// same share of whatever else the machine does.
+const TURNS: u32 = 6;
+
+/// Latencies of GETs of `url` from `clients` concurrent clients for `time`.
+async fn load(
+    client: &reqwest::Client,
+    url: &str,
+    clients: usize,
+    time: Duration,
+) -> Vec<Duration> {
+    let deadline = Instant::now() + time;
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let (client, url) = (client.clone(), url.clone());
+        let (client, url) = (client.clone(), url.to_owned());
         tasks.push(tokio::spawn(async move {
             let mut times = Vec::new();
             while Instant::now() < deadline {
                 let at = Instant::now();
                 let response = client.get(&url).bearer_auth(TOKEN).send().await.unwrap();
-                assert_eq!(response.status().as_u16(), 200);
+                assert_eq!(response.status().as_u16(), 200, "{url}");
                 response.bytes().await.unwrap();
                 times.push(at.elapsed());
             }
@@ -205,7 +206,10 @@ async fn measure(base: &str, path: &str) -> Figures {
     for task in tasks {
         times.extend(task.await.unwrap());
     }
-    let elapsed = started.elapsed();
+    times
+}
+
+fn figures(mut times: Vec<Duration>, elapsed: Duration) -> Figures {
     times.sort();
     let at = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
     Figures {
@@ -213,6 +217,29 @@ async fn measure(base: &str, path: &str) -> Figures {
         p50: at(0.50),
         p99: at(0.99),
     }
+}
+
+/// `path` and, in turns with it, `/healthz`: the configured time each.
+async fn measure(base: &str, path: &str) -> (Figures, Figures) {
+    let clients = setting("AGON_BENCH_READ_CLIENTS", 8) as usize;
+    let time = Duration::from_secs(setting("AGON_BENCH_READ_SECONDS", 3)) / TURNS;
+    let client = reqwest::Client::new();
+    let (url, trivial) = (format!("{base}{path}"), format!("{base}/healthz"));
+    // Warm up connections and caches.
+    for _ in 0..50 {
+        assert_eq!(get(&client, &url).await.0, 200, "{path}");
+    }
+    let (mut times, mut baseline) = (Vec::new(), Vec::new());
+    let (mut spent, mut spent_baseline) = (Duration::ZERO, Duration::ZERO);
+    for _ in 0..TURNS {
+        let started = Instant::now();
+        baseline.extend(load(&client, &trivial, clients, time).await);
+        spent_baseline += started.elapsed();
+        let started = Instant::now();
+        times.extend(load(&client, &url, clients, time).await);
+        spent += started.elapsed();
+    }
+    (figures(times, spent), figures(baseline, spent_baseline))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -242,8 +269,7 @@ async fn run(name: &str, database_url: Option<String>) {
     ];
     let mut small_list = None;
     for (route, path) in routes {
-        let baseline = measure(&base, "/healthz").await;
-        let figures = measure(&base, path).await;
+        let (figures, baseline) = measure(&base, path).await;
         report(name, route, &figures, &baseline);
         if route == "list" {
             small_list = Some(figures);
@@ -252,11 +278,14 @@ async fn run(name: &str, database_url: Option<String>) {
     let small_list = small_list.unwrap();
     let large = setting("AGON_BENCH_DEBATES", 100_000) as usize;
     let seeded = seed(&service, large - SMALL, large).await;
-    println!("{name:<18} seeded {} debates in {:.1} s", large - SMALL, seeded.as_secs_f64());
-    let baseline = measure(&base, "/healthz").await;
-    let list = measure(&base, "/api/debates").await;
+    println!(
+        "{name:<18} seeded {} debates in {:.1} s",
+        large - SMALL,
+        seeded.as_secs_f64()
+    );
+    let (list, baseline) = measure(&base, "/api/debates").await;
     report(name, &format!("list@{large}"), &list, &baseline);
-    let detail = measure(&base, &detail).await;
+    let (detail, baseline) = measure(&base, &detail).await;
     report(name, &format!("detail@{large}"), &detail, &baseline);
     println!(
         "{name:<18} list p50 at {SMALL}: {:.2} ms, at {large}: {:.2} ms, ratio {:.2}",

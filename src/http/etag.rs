@@ -39,16 +39,26 @@ impl<S: Send + Sync> FromRequestParts<S> for Conditional {
     }
 }
 
+/// A digest of `parts`. SipHash with fixed keys: the same bytes give the
+/// same digest in every replica of one build; another build only costs one
+/// full answer.
+pub fn digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    for part in parts {
+        part.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 impl Conditional {
     /// The tag of a response made from `parts` under this request's version.
     pub fn tag<'a>(&self, parts: impl IntoIterator<Item = &'a [u8]>) -> String {
-        // SipHash with fixed keys: the same bytes give the same tag in every
-        // replica of one build; another build only costs one full answer.
-        let mut hasher = std::hash::DefaultHasher::new();
-        for part in parts {
-            part.hash(&mut hasher);
-        }
-        format!("W/\"v{}-{:016x}\"", self.version.number(), hasher.finish())
+        self.tag_of(digest(parts))
+    }
+
+    /// The tag of a response made from bytes of this [`digest`].
+    pub fn tag_of(&self, digest: u64) -> String {
+        format!("W/\"v{}-{digest:016x}\"", self.version.number())
     }
 
     /// Whether the client's copy is the one tagged `tag` (weak comparison, RFC 9110 §13.1.2).

@@ -7,6 +7,7 @@ mod export;
 mod export_one;
 mod page;
 mod read;
+pub mod rendered;
 mod schema;
 pub mod views;
 

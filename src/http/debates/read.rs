@@ -4,8 +4,9 @@
 use agon_aggregates::debate::{Debate, DebateStatus};
 use agon_projections::Debates;
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -17,7 +18,7 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::debates::{visible, visible_to};
 use crate::http::error::ApiError;
-use crate::http::etag::Conditional;
+use crate::http::etag::{self, Conditional};
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::http::shared::Shared;
 use crate::projection::{Documents, ListFilter, reads};
@@ -128,11 +129,19 @@ pub async fn list_debates(
 
 /// The debate `id` if the caller may see it (404 otherwise: its existence is not revealed).
 pub async fn find(app: &App, caller: &Caller, id: &str) -> Result<Debate, ApiError> {
-    find_stored(app, caller, id).await.map(|(debate, _)| debate)
+    let stored = find_stored(app, caller, id).await?;
+    Ok(serde_json::from_str(&stored).map_err(StoreError::from)?)
 }
 
-/// [`find`], with the debate's document as stored (what its tag is made from).
-async fn find_stored(app: &App, caller: &Caller, id: &str) -> Result<(Debate, String), ApiError> {
+/// Who a debate belongs to: all [`find_stored`] parses of its document.
+#[derive(Deserialize)]
+struct Belonging {
+    created_by: Option<String>,
+    org_id: Option<String>,
+}
+
+/// The document of debate `id` as stored, if the caller may see it.
+async fn find_stored(app: &App, caller: &Caller, id: &str) -> Result<String, ApiError> {
     let not_found = || ApiError::NotFound {
         resource_type: "debate",
         resource_id: Some(id.to_owned()),
@@ -140,9 +149,9 @@ async fn find_stored(app: &App, caller: &Caller, id: &str) -> Result<(Debate, St
     let text = reads::document_text::<Debates>(&app.log, id)
         .await?
         .ok_or_else(not_found)?;
-    let debate: Debate = serde_json::from_str(&text).map_err(StoreError::from)?;
-    if visible(app, caller, &debate).await? {
-        Ok((debate, text))
+    let of: Belonging = serde_json::from_str(&text).map_err(StoreError::from)?;
+    if visible_to(app, caller, of.created_by.as_deref(), of.org_id.as_deref()).await? {
+        Ok(text)
     } else {
         Err(not_found())
     }
@@ -158,9 +167,22 @@ pub async fn get_debate(
     conditional: Conditional,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    let (debate, stored) = find_stored(&app, &caller, &id).await?;
-    let tag = conditional.tag([stored.as_bytes()]);
-    Ok(conditional.respond(&tag, || Json(DebateDetail::from(&debate)).into_response()))
+    let stored = find_stored(&app, &caller, &id).await?;
+    let digest = etag::digest([stored.as_bytes()]);
+    Ok(conditional.respond(&conditional.tag_of(digest), || {
+        let body = app.details.body(&id, digest, || render_detail(&stored));
+        match body {
+            Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(e) => e.into_response(),
+        }
+    }))
+}
+
+/// The detail body of a stored debate document.
+fn render_detail(stored: &str) -> Result<Bytes, ApiError> {
+    let debate: Debate = serde_json::from_str(stored).map_err(StoreError::from)?;
+    let body = serde_json::to_vec(&DebateDetail::from(&debate)).map_err(StoreError::from)?;
+    Ok(Bytes::from(body))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
