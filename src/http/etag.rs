@@ -72,14 +72,22 @@ impl Conditional {
             .any(|t| t.trim() == "*" || opaque(t) == opaque(tag))
     }
 
+    /// 304 with the tag when the client holds `tag`.
+    pub fn not_modified(&self, tag: &str) -> Option<Response> {
+        self.matches(tag).then(|| {
+            let mut response = StatusCode::NOT_MODIFIED.into_response();
+            tag_headers(response.headers_mut(), tag);
+            response
+        })
+    }
+
     /// 304 when the client holds `tag`, else `full()`; both carry the tag.
     pub fn respond(&self, tag: &str, full: impl FnOnce() -> Response) -> Response {
-        let mut response = if self.matches(tag) {
-            StatusCode::NOT_MODIFIED.into_response()
-        } else {
-            full()
-        };
-        if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
+        if let Some(response) = self.not_modified(tag) {
+            return response;
+        }
+        let mut response = full();
+        if response.status().is_success() {
             tag_headers(response.headers_mut(), tag);
         }
         response

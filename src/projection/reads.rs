@@ -139,3 +139,25 @@ pub async fn wait_listed(
     })
     .await
 }
+
+/// The owner of document `key` of `P` and the last sequence of its stream
+/// (`aggregate_type`, `key`) that `P` applied: a version of the document
+/// read without the document.
+pub async fn document_version<P: agon_projections::DocumentProjection>(
+    log: &EventLog,
+    aggregate_type: &str,
+    key: &str,
+) -> Result<Option<(Option<String>, i64)>, StoreError> {
+    const SQL: &str = "SELECT d.owner, g.last_sequence FROM documents d \
+         JOIN projection_guards g ON g.projection = d.projection \
+         AND g.aggregate_type = $2 AND g.aggregate_id = d.doc_key \
+         WHERE d.projection = $1 AND d.doc_key = $3";
+    Ok(with_pool!(log.db().reader(), pool => {
+        sqlx::query_as(SQL)
+            .bind(P::NAME)
+            .bind(aggregate_type)
+            .bind(key)
+            .fetch_optional(pool)
+            .await?
+    }))
+}

@@ -4,21 +4,20 @@
 use agon_aggregates::debate::{Debate, DebateStatus};
 use agon_projections::Debates;
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
-use super::page;
 use super::views::{ConsensusBody, DebateDetail, DebateOutcome, DebateSummary, MessageView};
+use super::{page, rendered};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::debates::{visible, visible_to};
 use crate::http::error::ApiError;
-use crate::http::etag::{self, Conditional};
+use crate::http::etag::Conditional;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::http::shared::Shared;
 use crate::projection::{Documents, ListFilter, reads};
@@ -141,7 +140,7 @@ struct Belonging {
 }
 
 /// The document of debate `id` as stored, if the caller may see it.
-async fn find_stored(app: &App, caller: &Caller, id: &str) -> Result<String, ApiError> {
+pub(super) async fn find_stored(app: &App, caller: &Caller, id: &str) -> Result<String, ApiError> {
     let not_found = || ApiError::NotFound {
         resource_type: "debate",
         resource_id: Some(id.to_owned()),
@@ -167,22 +166,7 @@ pub async fn get_debate(
     conditional: Conditional,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    let stored = find_stored(&app, &caller, &id).await?;
-    let digest = etag::digest([stored.as_bytes()]);
-    Ok(conditional.respond(&conditional.tag_of(digest), || {
-        let body = app.details.body(&id, digest, || render_detail(&stored));
-        match body {
-            Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-            Err(e) => e.into_response(),
-        }
-    }))
-}
-
-/// The detail body of a stored debate document.
-fn render_detail(stored: &str) -> Result<Bytes, ApiError> {
-    let debate: Debate = serde_json::from_str(stored).map_err(StoreError::from)?;
-    let body = serde_json::to_vec(&DebateDetail::from(&debate)).map_err(StoreError::from)?;
-    Ok(Bytes::from(body))
+    rendered::detail(&app, &caller, &conditional, &id).await
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

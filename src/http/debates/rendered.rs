@@ -1,14 +1,80 @@
-//! Debate details as rendered JSON, kept per debate with the digest of the
-//! stored document they were made from: while a debate does not change,
-//! its detail is served from these bytes without parsing the document or
-//! building the body again. A changed document has another digest, so a
-//! stale body is never served. Bounded by `SERVICE_DETAIL_CACHE_BYTES`:
-//! when a body would not fit, the cache starts afresh.
+//! Debate details as rendered JSON, kept per debate with the version of
+//! the debate they were made from (the events its document has folded):
+//! while a debate does not change, its detail is served from these bytes
+//! without reading, parsing or building the document again, and tagged by
+//! that version. A changed debate has another version, so a stale body is
+//! never served. Bounded by `SERVICE_DETAIL_CACHE_BYTES`: when a body would
+//! not fit, the cache starts afresh.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+use agon_aggregates::debate::Debate;
+use agon_projections::Debates;
+use agon_projections::debates::DEBATE_AGGREGATE;
 use axum::body::Bytes;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+use super::read::find_stored;
+use super::views::DebateDetail;
+use crate::app::App;
+use crate::auth::Caller;
+use crate::http::error::ApiError;
+use crate::http::etag::{Conditional, digest};
+use crate::projection::reads;
+use crate::store::StoreError;
+
+/// `GET /api/debates/{id}`: 304 when the client holds the current version,
+/// else the kept body, else the body rendered from the document.
+pub async fn detail(
+    app: &App,
+    caller: &Caller,
+    conditional: &Conditional,
+    id: &str,
+) -> Result<Response, ApiError> {
+    let version = reads::document_version::<Debates>(&app.log, DEBATE_AGGREGATE, id).await?;
+    // An admin or the debate's owner needs nothing more to see it; anyone
+    // else is checked against the document (organizations), as every read is.
+    let (digest, mut stored) = match version {
+        Some((owner, sequence))
+            if caller.is_admin() || owner.as_deref() == Some(caller.user_id.as_str()) =>
+        {
+            (digest([id.as_bytes(), &sequence.to_le_bytes()]), None)
+        }
+        Some((_, sequence)) => (
+            digest([id.as_bytes(), &sequence.to_le_bytes()]),
+            Some(find_stored(app, caller, id).await?),
+        ),
+        // Listed between the two reads: tag by the document itself.
+        None => {
+            let text = find_stored(app, caller, id).await?;
+            (digest([text.as_bytes()]), Some(text))
+        }
+    };
+    let tag = conditional.tag_of(digest);
+    if let Some(not_modified) = conditional.not_modified(&tag) {
+        return Ok(not_modified);
+    }
+    let body = match app.details.get(id, digest) {
+        Some(body) => body,
+        None => {
+            let text = match stored.take() {
+                Some(text) => text,
+                None => find_stored(app, caller, id).await?,
+            };
+            let debate: Debate = serde_json::from_str(&text).map_err(StoreError::from)?;
+            let body =
+                serde_json::to_vec(&DebateDetail::from(&debate)).map_err(StoreError::from)?;
+            let body = Bytes::from(body);
+            app.details.put(id, digest, body.clone());
+            body
+        }
+    };
+    Ok(conditional.respond(&tag, || {
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    }))
+}
 
 /// The rendered details, shared by the handlers of one service.
 #[derive(Debug)]
@@ -32,38 +98,27 @@ impl RenderedDetails {
         }
     }
 
-    /// The body of debate `id` rendered from the document of `digest`,
-    /// rendering it with `render` unless it is kept.
-    pub fn body<E>(
-        &self,
-        id: &str,
-        digest: u64,
-        render: impl FnOnce() -> Result<Bytes, E>,
-    ) -> Result<Bytes, E> {
-        let kept = {
-            let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            inner
-                .bodies
-                .get(id)
-                .filter(|(d, _)| *d == digest)
-                .map(|(_, b)| b.clone())
-        };
-        if let Some(body) = kept {
-            return Ok(body);
+    /// The body of debate `id` kept for `digest`, if any.
+    pub fn get(&self, id: &str, digest: u64) -> Option<Bytes> {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let (kept, body) = inner.bodies.get(id)?;
+        (*kept == digest).then(|| body.clone())
+    }
+
+    /// Keeps `body` as debate `id`'s for `digest`, in place of an older one.
+    pub fn put(&self, id: &str, digest: u64, body: Bytes) {
+        if body.len() > self.max_bytes {
+            return;
         }
-        let body = render()?;
-        if body.len() <= self.max_bytes {
-            let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((_, old)) = inner.bodies.remove(id) {
-                inner.bytes -= old.len();
-            }
-            if inner.bytes + body.len() > self.max_bytes {
-                *inner = Inner::default();
-            }
-            inner.bytes += body.len();
-            inner.bodies.insert(id.to_owned(), (digest, body.clone()));
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, old)) = inner.bodies.remove(id) {
+            inner.bytes -= old.len();
         }
-        Ok(body)
+        if inner.bytes + body.len() > self.max_bytes {
+            *inner = Inner::default();
+        }
+        inner.bytes += body.len();
+        inner.bodies.insert(id.to_owned(), (digest, body));
     }
 }
 
@@ -71,22 +126,23 @@ impl RenderedDetails {
 mod tests {
     use super::*;
 
-    fn render(text: &'static str) -> impl FnOnce() -> Result<Bytes, ()> {
-        move || Ok(Bytes::from_static(text.as_bytes()))
-    }
-
     #[test]
     fn a_body_is_kept_for_its_digest_only_and_within_the_bound() {
         let cache = RenderedDetails::new(8);
-        assert_eq!(cache.body("a", 1, render("one")), Ok(Bytes::from("one")));
-        assert_eq!(cache.body("a", 1, render("other")), Ok(Bytes::from("one")));
-        assert_eq!(cache.body("a", 2, render("two")), Ok(Bytes::from("two")));
+        cache.put("a", 1, Bytes::from("one"));
+        assert_eq!(cache.get("a", 1), Some(Bytes::from("one")));
+        assert_eq!(cache.get("a", 2), None);
+        cache.put("a", 2, Bytes::from("two"));
+        assert_eq!(cache.get("a", 1), None);
         // "b" and "c" do not fit beside "two": the cache starts afresh.
-        cache.body("b", 1, render("bbb")).ok();
-        cache.body("c", 1, render("ccc")).ok();
-        assert_eq!(cache.body("a", 2, render("new")), Ok(Bytes::from("new")));
+        cache.put("b", 1, Bytes::from("bbb"));
+        cache.put("c", 1, Bytes::from("ccc"));
+        assert_eq!(
+            (cache.get("a", 2), cache.get("c", 1)),
+            (None, Some(Bytes::from("ccc")))
+        );
         let none = RenderedDetails::new(0);
-        none.body("a", 1, render("x")).ok();
-        assert_eq!(none.body("a", 1, render("y")), Ok(Bytes::from("y")));
+        none.put("a", 1, Bytes::from("x"));
+        assert_eq!(none.get("a", 1), None);
     }
 }
