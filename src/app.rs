@@ -142,6 +142,7 @@ impl App {
         &self,
         stop: &CancellationToken,
     ) -> Result<Vec<JoinHandle<()>>, StartError> {
+        projection::reset_changed(&self.log).await?;
         let mut tasks = vec![self.bus.spawn_relay(&self.log, stop)];
         for consumer in projection::runners(&self.log) {
             tasks.push(self.bus.spawn_consumer(&self.log, consumer, stop));

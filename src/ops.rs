@@ -3,12 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use agon_projections::AdminStats;
 use agon_projections::admin_stats::AdminStatsView;
 
 use crate::agents::Agents;
 use crate::bus::Bus;
-use crate::projection::load_view;
 use crate::store::dead_letters::DeadLetter;
 use crate::store::{EventLog, StoreError};
 
@@ -67,6 +65,6 @@ impl Ops {
 
     /// The service-wide counts of the admin statistics read model.
     pub async fn admin_stats(&self) -> Result<AdminStatsView, StoreError> {
-        load_view::<AdminStats>(&self.log).await
+        crate::projection::reads::admin_stats(&self.log).await
     }
 }

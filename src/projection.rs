@@ -15,31 +15,22 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use agon_projections::{
-    Accounts, AdminStats, ApiKeys, Cursor, Debates, DecodeError, DocumentProjection, EventRecord,
-    Leaderboard, Organizations, Projection, Sessions,
-};
+use agon_projections::{Cursor, DecodeError, EventRecord, Projection};
 use async_trait::async_trait;
 
 mod documents;
 mod guards;
+pub mod reads;
+pub mod registry;
+mod tables;
 pub use documents::{DocumentRunner, Documents, ListFilter};
 pub(crate) use documents::{count_sql, page_sql};
+pub use registry::{REGISTRY, reset_changed};
+pub use tables::TableRunner;
 
 use crate::bus::{Consumer, ConsumerError};
 use crate::store::db::{PoolRef, rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
-
-/// Names of every projection the service runs.
-pub const ALL: [&str; 7] = [
-    AdminStats::NAME,
-    Accounts::NAME,
-    Sessions::NAME,
-    ApiKeys::NAME,
-    Organizations::NAME,
-    Debates::NAME,
-    Leaderboard::NAME,
-];
 
 /// How often a projection that sees only events it ignores saves its checkpoint.
 const IDLE_CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -238,37 +229,23 @@ impl<P: Projection> Commit for ProjectionRunner<P> {
 
 /// Every projection runner the service starts.
 pub fn runners(log: &EventLog) -> Vec<Arc<dyn Consumer>> {
-    vec![
-        Arc::new(ProjectionRunner::<AdminStats>::new(log.clone())),
-        Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
-        Arc::new(DocumentRunner::<Sessions>::new(log.clone())),
-        Arc::new(DocumentRunner::<ApiKeys>::new(log.clone())),
-        Arc::new(DocumentRunner::<Organizations>::new(log.clone())),
-        Arc::new(DocumentRunner::<Debates>::new(log.clone())),
-        Arc::new(ProjectionRunner::<Leaderboard>::new(log.clone())),
-    ]
+    REGISTRY.iter().map(|p| (p.runner)(log)).collect()
 }
 
-/// Drops `name`'s view, guards and checkpoint and rebuilds it from the whole log.
+/// Drops `name`'s read model, guards and checkpoint and rebuilds it from the whole log.
 /// Returns the number of events replayed; `None` for an unknown name.
 pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, ConsumerError> {
-    let runner: Arc<dyn Consumer> = match name {
-        AdminStats::NAME => Arc::new(ProjectionRunner::<AdminStats>::new(log.clone())),
-        Accounts::NAME => Arc::new(DocumentRunner::<Accounts>::new(log.clone())),
-        Sessions::NAME => Arc::new(DocumentRunner::<Sessions>::new(log.clone())),
-        ApiKeys::NAME => Arc::new(DocumentRunner::<ApiKeys>::new(log.clone())),
-        Organizations::NAME => Arc::new(DocumentRunner::<Organizations>::new(log.clone())),
-        Debates::NAME => Arc::new(DocumentRunner::<Debates>::new(log.clone())),
-        Leaderboard::NAME => Arc::new(ProjectionRunner::<Leaderboard>::new(log.clone())),
-        _ => return Ok(None),
+    let Some(projection) = registry::find(name) else {
+        return Ok(None);
     };
+    registry::clear(log, projection, None).await?;
+    let runner = (projection.runner)(log);
     rebuild_one(log, runner.as_ref()).await.map(Some)
 }
 
-/// Replays the whole log into `runner` after dropping what it has; stops
-/// at an event it cannot decode, as the running service would.
+/// Replays the whole log into `runner` (emptied first); stops at an event
+/// it cannot decode, as the running service would.
 async fn rebuild_one(log: &EventLog, runner: &dyn Consumer) -> Result<u64, ConsumerError> {
-    forget(log, runner.name()).await?;
     let mut cursor = Cursor::START;
     let mut replayed = 0u64;
     loop {
@@ -283,24 +260,4 @@ async fn rebuild_one(log: &EventLog, runner: &dyn Consumer) -> Result<u64, Consu
         runner.handle(&records).await?;
     }
     Ok(replayed)
-}
-
-/// Drops projection `name`'s view, documents, guards and checkpoint.
-async fn forget(log: &EventLog, name: &str) -> Result<(), StoreError> {
-    with_pool!(log.db().writer(), pool => {
-        let mut tx = pool.begin().await?;
-        for sql in [
-            "DELETE FROM projection_views WHERE projection = $1",
-            "DELETE FROM documents WHERE projection = $1",
-            "DELETE FROM projection_guards WHERE projection = $1",
-        ] {
-            sqlx::query(sql).bind(name).execute(&mut *tx).await?;
-        }
-        sqlx::query("DELETE FROM checkpoints WHERE consumer = $1")
-            .bind(checkpoint_name(name))
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-    });
-    Ok(())
 }

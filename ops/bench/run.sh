@@ -2,7 +2,9 @@
 # Runs the benchmarks on the embedded store and on a throwaway PostgreSQL with
 # its default durability settings (fsync and synchronous_commit on) plus a
 # JetStream-enabled nats-server: `append` (event store) and `debates`
-# (demo debates over HTTP). `ops/bench/run.sh debates` runs one of them.
+# (demo debates over HTTP); `reads` (detail, list and leaderboard against
+# /healthz, and the list at 100 000 debates) on request. `ops/bench/run.sh
+# debates` runs one of them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v nats-server >/dev/null || apt-get install -y nats-server >/dev/null

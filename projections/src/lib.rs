@@ -8,16 +8,20 @@
 
 pub mod accounts;
 pub mod admin_stats;
+pub mod debate_list;
 pub mod debates;
 pub mod leaderboard;
 pub mod record;
+pub mod tables;
 
 pub use accounts::{Accounts, ApiKeys, Organizations, Sessions};
 pub use admin_stats::AdminStats;
 pub use agon_aggregates::wire::DecodeError;
+pub use debate_list::DebateList;
 pub use debates::Debates;
 pub use leaderboard::Leaderboard;
 pub use record::{Cursor, EventRecord};
+pub use tables::{Changes, TableProjection};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -9,7 +9,7 @@ use crate::store::EventLog;
 pub async fn replay(log: &EventLog, only: Option<String>) -> Result<(), String> {
     let names: Vec<String> = match only {
         Some(name) => vec![name],
-        None => projection::ALL.iter().map(|n| (*n).to_owned()).collect(),
+        None => projection::registry::names().map(str::to_owned).collect(),
     };
     for name in names {
         match projection::rebuild(log, &name).await {
@@ -17,7 +17,7 @@ pub async fn replay(log: &EventLog, only: Option<String>) -> Result<(), String> 
             Ok(None) => {
                 return Err(format!(
                     "unknown projection {name:?}; known: {}",
-                    projection::ALL.join(", ")
+                    projection::registry::names().collect::<Vec<_>>().join(", ")
                 ));
             }
             Err(e) => return Err(e.to_string()),

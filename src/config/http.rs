@@ -18,6 +18,9 @@ pub struct HttpSettings {
     pub request_timeout: Duration,
     /// Connections: how many, how long they may stall.
     pub connections: ConnectionSettings,
+    /// `SERVICE_DETAIL_CACHE_BYTES`: rendered debate details kept in memory
+    /// (0 keeps none). Default 16 MiB.
+    pub detail_cache_bytes: usize,
 }
 
 /// What one client may hold of the listener (item: stalled connections
@@ -134,6 +137,8 @@ impl HttpSettings {
                 as usize,
             request_timeout: seconds(vars, "SERVICE_REQUEST_TIMEOUT_SECONDS", 30)?,
             connections: ConnectionSettings::read(vars)?,
+            detail_cache_bytes: vars.within("SERVICE_DETAIL_CACHE_BYTES", 0, 1 << 30, 16 << 20)?
+                as usize,
         })
     }
 }

@@ -5,5 +5,7 @@
 pub mod rules;
 mod service;
 
+/// A page of the debates list as stored: items to serve unparsed, and the total.
+pub use crate::projection::reads::DebatePage;
 pub use rules::{CreateError, NewDebate, TextLimits, auto_agents, protocol_for};
 pub use service::{DebateOutcome, Debates};

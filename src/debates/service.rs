@@ -5,6 +5,7 @@ use agon_aggregates::CommandMeta;
 use agon_aggregates::debate::{ConsensusResult, Debate, DebateCommand, DebateStatus, Next};
 use agon_aggregates::ids::DebateId;
 use agon_projections::accounts::AccountView;
+use agon_projections::debates::DEBATE_AGGREGATE;
 use agon_projections::leaderboard::LeaderboardView;
 use agon_projections::{Accounts, Debates as DebateDocs, Leaderboard};
 use chrono::{DateTime, Utc};
@@ -14,6 +15,7 @@ use super::rules::{CreateError, NewDebate, TextLimits, protocol_for};
 use crate::agents::Agents;
 use crate::auth::Caller;
 use crate::clock::Clock;
+use crate::projection::reads::{self, DebatePage};
 use crate::projection::{Documents, ListFilter, load_view};
 use crate::runner::Runner;
 use crate::store::{EventLog, StoreError};
@@ -132,16 +134,62 @@ impl Debates {
         self.documents
             .wait_for::<DebateDocs>(&id, READ_MODEL_WAIT, |_| true)
             .await?;
+        crate::projection::reads::wait_listed(&self.log, &id, READ_MODEL_WAIT).await?;
         Ok(debate)
     }
 
     /// The debate `id` as the read model has it, if `caller` may see it.
     #[tracing::instrument(level = "debug", skip_all, fields(debate_id = %id), err(level = "debug"))]
     pub async fn get(&self, caller: &Caller, id: &DebateId) -> Result<Option<Debate>, StoreError> {
-        match self.documents.get::<DebateDocs>(id).await? {
-            Some(debate) if self.visible(caller, &debate).await? => Ok(Some(debate)),
-            _ => Ok(None),
+        match self.stored(caller, id).await? {
+            Some(text) => Ok(Some(serde_json::from_str(&text)?)),
+            None => Ok(None),
         }
+    }
+
+    /// The debate `id`'s document as stored (unparsed, to serve or tag
+    /// it), if `caller` may see it; only its owner and organization are
+    /// read to decide.
+    pub async fn stored(
+        &self,
+        caller: &Caller,
+        id: &DebateId,
+    ) -> Result<Option<String>, StoreError> {
+        /// Who a debate belongs to: all a visibility check parses.
+        #[derive(Deserialize)]
+        struct Belonging {
+            created_by: Option<String>,
+            org_id: Option<String>,
+        }
+        let Some(text) = reads::document_text::<DebateDocs>(&self.log, id).await? else {
+            return Ok(None);
+        };
+        let of: Belonging = serde_json::from_str(&text)?;
+        let visible = self
+            .visible_to(caller, of.created_by.as_deref(), of.org_id.as_deref())
+            .await?;
+        Ok(visible.then_some(text))
+    }
+
+    /// The debate's owner and the last of its events the read model
+    /// applied: its version, read without its document.
+    pub async fn version(
+        &self,
+        id: &DebateId,
+    ) -> Result<Option<(Option<String>, i64)>, StoreError> {
+        reads::document_version::<DebateDocs>(&self.log, DEBATE_AGGREGATE, id).await
+    }
+
+    /// A page of the caller's debates (every debate for admins) as the
+    /// list table stores them, newest first, with how many match in all.
+    pub async fn list_page(
+        &self,
+        caller: &Caller,
+        state: Option<&str>,
+        limit: u32,
+        offset: u64,
+    ) -> Result<DebatePage, StoreError> {
+        reads::debate_page(&self.log, filter_for(caller, state), limit, offset).await
     }
 
     /// The debate `id` without its messages, if `caller` may see it.

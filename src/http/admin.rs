@@ -38,7 +38,7 @@ pub struct Stats {
 async fn stats(State(ops): State<Ops>) -> Result<Json<Stats>, ApiError> {
     let view = ops.admin_stats().await?;
     Ok(Json(Stats {
-        active_debates: view.active_debates.len() as u64,
+        active_debates: view.active_debates,
         total_events: view.total_events,
         events_by_aggregate_type: view.events_by_aggregate_type,
     }))

@@ -250,7 +250,7 @@ async fn projection_details(ops: &Ops) -> Vec<ProjectionDetail> {
     let head = ops.log().feed_head().await.ok();
     let mut stalls = ops.bus().delivery().stalls();
     let mut projections = Vec::new();
-    for name in projection::ALL {
+    for name in projection::registry::names() {
         let checkpoint = ops
             .log()
             .load_checkpoint(&projection::checkpoint_name(name))

@@ -16,6 +16,7 @@ pub mod dead_letters;
 pub mod debates;
 pub mod docs;
 pub mod error;
+pub mod etag;
 pub mod extract;
 pub mod health;
 pub mod metrics;

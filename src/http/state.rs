@@ -12,6 +12,7 @@ use crate::agents::Agents;
 use crate::auth::Auth;
 use crate::config::Settings;
 use crate::debates::Debates;
+use crate::http::debates::rendered::RenderedDetails;
 use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
 use crate::ops::Ops;
@@ -23,6 +24,8 @@ pub struct HttpState {
     pub recent_errors: RecentErrors,
     /// `SERVICE_MAX_HEADER_BYTES`, named in 431 answers.
     pub max_header_bytes: usize,
+    /// Rendered debate details, by the version of their debates.
+    pub details: Arc<RenderedDetails>,
 }
 
 impl HttpState {
@@ -31,6 +34,7 @@ impl HttpState {
             limiter: RateLimiter::new(&settings.rate_limits)?,
             recent_errors: RecentErrors::default(),
             max_header_bytes: settings.http.connections.max_header_bytes,
+            details: Arc::new(RenderedDetails::new(settings.http.detail_cache_bytes)),
         })
     }
 }

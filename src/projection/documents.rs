@@ -340,26 +340,42 @@ impl Documents {
         limit: Duration,
         done: impl Fn(&P::Doc) -> bool,
     ) -> Result<bool, StoreError> {
-        let deadline = tokio::time::Instant::now() + limit;
-        let mut moved = self.log.subscribe_read_models();
-        loop {
-            if self.get::<P>(key).await?.is_some_and(|doc| done(&doc)) {
-                return Ok(true);
-            }
-            if tokio::time::Instant::now() >= deadline {
-                tracing::warn!(
-                    projection = P::NAME,
-                    key,
-                    "read model did not catch up in time"
-                );
-                return Ok(false);
-            }
-            // Woken by this process's projections, which see every event
-            // (on PostgreSQL too); the timer is only a safety net.
-            tokio::select! {
-                _ = moved.changed() => {}
-                () = tokio::time::sleep(WAIT_RECHECK) => {}
-            }
+        wait_until(&self.log, limit, P::NAME, key, || async {
+            Ok(self.get::<P>(key).await?.is_some_and(|doc| done(&doc)))
+        })
+        .await
+    }
+}
+
+/// Waits until `check` holds, looking again whenever a read model of this
+/// process moves; gives up after `limit` (`projection` and `key` name what
+/// was waited for in the warning).
+pub(crate) async fn wait_until<F, Fut>(
+    log: &EventLog,
+    limit: Duration,
+    projection: &str,
+    key: &str,
+    check: F,
+) -> Result<bool, StoreError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, StoreError>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut moved = log.subscribe_read_models();
+    loop {
+        if check().await? {
+            return Ok(true);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(projection, key, "read model did not catch up in time");
+            return Ok(false);
+        }
+        // Woken by this process's projections, which see every event
+        // (on PostgreSQL too); the timer is only a safety net.
+        tokio::select! {
+            _ = moved.changed() => {}
+            () = tokio::time::sleep(WAIT_RECHECK) => {}
         }
     }
 }

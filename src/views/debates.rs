@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use agon_aggregates::debate::{
     Ballot, ConsensusResult, ConsensusStatus, Debate, DebateStatus, MajorityBaseline, Message,
-    Stage, VoteChoice, VotingSummary,
+    VoteChoice, VotingSummary,
 };
+use agon_projections::debate_list::{ListItem, consensus_name};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -43,58 +44,27 @@ pub struct DebateSummary {
 }
 
 impl From<&Debate> for DebateSummary {
+    /// The list item the `debate_list` projection stores, field for field.
     fn from(debate: &Debate) -> Self {
-        let stage = match debate.status {
-            DebateStatus::Running | DebateStatus::Paused => debate.current_stage(),
-            _ => None,
-        };
-        let (current_round, current_phase) = match stage {
-            Some(Stage::Turns { round, phase }) => (Some(round), Some(phase)),
-            Some(Stage::Synthesis) => (Some(debate.last_round()), Some("synthesis".to_owned())),
-            Some(Stage::Vote) => (Some(debate.last_round()), Some("vote".to_owned())),
-            None => (None, None),
-        };
-        let consensus = debate.consensus.as_ref();
+        let item = ListItem::of(debate);
         Self {
-            id: debate.id.clone(),
-            debate_id: debate.id.clone(),
-            topic: debate.topic.clone(),
-            status: debate.status.as_str().to_owned(),
-            agents: debate.agents.clone(),
-            max_rounds: debate.last_round(),
-            rounds_completed: rounds_completed(debate),
-            current_round,
-            current_phase,
-            message_count: debate.messages.len(),
-            consensus_status: consensus.map(|c| status_name(c).to_owned()),
-            confidence: consensus.map(|c| c.confidence),
-            created_at: debate.created_at,
-            started_at: debate.started_at,
-            completed_at: debate.finished_at,
-            error: debate.failure_reason.clone(),
+            id: item.id,
+            debate_id: item.debate_id,
+            topic: item.topic,
+            status: item.status,
+            agents: item.agents,
+            max_rounds: item.max_rounds,
+            rounds_completed: item.rounds_completed,
+            current_round: item.current_round,
+            current_phase: item.current_phase,
+            message_count: item.message_count,
+            consensus_status: item.consensus_status,
+            confidence: item.confidence,
+            created_at: item.created_at,
+            started_at: item.started_at,
+            completed_at: item.completed_at,
+            error: item.error,
         }
-    }
-}
-
-/// The leading rounds in which every active agent took each of its turns
-/// (a round nobody spoke in is not done, even when every agent has failed).
-fn rounds_completed(debate: &Debate) -> u32 {
-    let stages = debate.stages();
-    let done = |round: u32| {
-        debate.messages.iter().any(|m| m.round == round)
-            && stages.iter().all(|stage| match stage {
-                Stage::Turns { round: r, .. } if *r == round => debate.missing(stage).is_empty(),
-                _ => true,
-            })
-    };
-    let done = (1..=debate.last_round()).take_while(|&round| done(round));
-    u32::try_from(done.count()).unwrap_or(u32::MAX)
-}
-
-fn status_name(result: &ConsensusResult) -> &'static str {
-    match result.status {
-        ConsensusStatus::ConsensusReached => "consensus_reached",
-        ConsensusStatus::NoConsensus => "no_consensus",
     }
 }
 
@@ -311,7 +281,7 @@ impl ConsensusBody {
         };
         Some(Self {
             debate_id: id.to_owned(),
-            status: status_name(result).to_owned(),
+            status: consensus_name(result.status).to_owned(),
             reached: result.status == ConsensusStatus::ConsensusReached,
             confidence: result.confidence,
             final_answer: result.summary.clone(),
@@ -388,6 +358,20 @@ mod tests {
             },
             at: Utc::now(),
         });
+    }
+
+    fn rounds_completed(debate: &Debate) -> u32 {
+        DebateSummary::from(debate).rounds_completed
+    }
+
+    #[test]
+    fn the_summary_serializes_as_the_stored_list_item() {
+        let mut debate = started(2);
+        say(&mut debate, 1, "opening", "demo-a");
+        assert_eq!(
+            serde_json::to_value(DebateSummary::from(&debate)).ok(),
+            serde_json::to_value(ListItem::of(&debate)).ok()
+        );
     }
 
     #[test]

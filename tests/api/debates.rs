@@ -3,12 +3,13 @@
 //! with the shared caller and checks; `listing` holds messages, listing,
 //! batch and export, `bad_input` refused creates, `aliases` the deprecated
 //! paths, `agents` the leaderboard, agent health and automatic agent
-//! selection, and `sdk_shapes` the fields the upstream SDK reads. Demo
-//! agents only: no key, no network.
+//! selection, `sdk_shapes` the fields the upstream SDK reads, and `etag`
+//! conditional reads. Demo agents only: no key, no network.
 
 mod agents;
 mod aliases;
 mod bad_input;
+mod etag;
 mod listing;
 mod requests;
 mod sdk_shapes;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use agon::projection::{self, ProjectionRunner};
+use agon::projection::{self, TableRunner};
 use agon::store::chain::{ChainedFields, GENESIS, canonical_text};
 use agon_projections::AdminStats;
 use serde_json::json;
@@ -132,7 +132,7 @@ async fn projection_rebuild_matches_live_view(kind: Kind) {
     fill_stream(&store.log, "tally", "x", 5).await;
     fill_stream(&store.log, "budget", "y", 2).await;
     const EXPECTED: usize = 7;
-    let runner = ProjectionRunner::<AdminStats>::new(store.log.clone());
+    let runner = TableRunner::<AdminStats>::new(store.log.clone());
     let records: Vec<_> = settled_feed(&store.log, EXPECTED)
         .await
         .into_iter()
@@ -164,7 +164,7 @@ async fn projection_skips_redelivered_events(kind: Kind) {
         .into_iter()
         .map(|e| e.into_record().unwrap())
         .collect();
-    let runner = ProjectionRunner::<AdminStats>::new(store.log.clone());
+    let runner = TableRunner::<AdminStats>::new(store.log.clone());
     runner.handle(&records[..3]).await.unwrap();
     // At-least-once delivery: the whole run again, overlapping what was applied.
     runner.handle(&records).await.unwrap();
@@ -188,7 +188,7 @@ async fn two_replicas_share_one_view_exactly(kind: Kind) {
     let stop = CancellationToken::new();
     for log in &replicas {
         let bus = Bus::Local(LocalBus::new(log.backend()));
-        let runner: Arc<dyn Consumer> = Arc::new(ProjectionRunner::<AdminStats>::new(log.clone()));
+        let runner: Arc<dyn Consumer> = Arc::new(TableRunner::<AdminStats>::new(log.clone()));
         bus.spawn_relay(log, &stop);
         bus.spawn_consumer(log, runner, &stop);
     }
@@ -201,7 +201,7 @@ async fn two_replicas_share_one_view_exactly(kind: Kind) {
     for writer in writers {
         writer.await.unwrap();
     }
-    let runner = ProjectionRunner::<AdminStats>::new(store.log.clone());
+    let runner = TableRunner::<AdminStats>::new(store.log.clone());
     let mut total = 0;
     for _ in 0..500 {
         total = runner.view().await.unwrap().total_events;

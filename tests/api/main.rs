@@ -31,5 +31,6 @@ mod schemas;
 mod serve;
 mod signup;
 mod store;
+mod tables;
 mod tamper;
 mod verify;

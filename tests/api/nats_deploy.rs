@@ -19,7 +19,7 @@ use crate::support::{
 };
 
 /// Every consumer a service runs: the projections and the debate runner.
-const CONSUMERS: usize = agon::projection::ALL.len() + 1;
+const CONSUMERS: usize = agon::projection::REGISTRY.len() + 1;
 
 /// Polls `path` until `done` holds for its body (30 s at most).
 async fn until(base: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {

@@ -5,7 +5,9 @@
 mod create;
 mod export;
 mod export_one;
+mod page;
 mod read;
+pub mod rendered;
 mod schema;
 pub use crate::views::debates as views;
 

@@ -12,11 +12,14 @@ use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
 use super::views::{ConsensusBody, DebateDetail, DebateSummary, MessageView};
+use super::{page, rendered};
 use crate::auth::Caller;
 use crate::debates::Debates;
 use crate::http::error::ApiError;
+use crate::http::etag::Conditional;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::http::shared::Shared;
+use crate::http::state::HttpState;
 
 /// Default page size of debate listings (§8.2).
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -103,26 +106,16 @@ pub fn page_offset(offset: Option<i32>) -> Result<u32, ApiError> {
 pub async fn list_debates(
     State(debates): State<Debates>,
     caller: Caller,
+    conditional: Conditional,
     ApiQuery(query): ApiQuery<ListQuery>,
-) -> Result<Json<DebateList>, ApiError> {
+) -> Result<Response, ApiError> {
     let limit = page_limit(query.limit)?;
     let offset = page_offset(query.offset)?;
     let state = query.status.map(StatusName::as_str);
-    let (found, total) = debates
-        .list(&caller, state, limit, u64::from(offset))
+    let found = debates
+        .list_page(&caller, state, limit, u64::from(offset))
         .await?;
-    let count = found.len();
-    let page = Shared::new(found.iter().map(DebateSummary::from).collect());
-    Ok(Json(DebateList {
-        debates: page.clone(),
-        items: page,
-        has_more: u64::from(offset).saturating_add(u64::try_from(count).unwrap_or(u64::MAX))
-            < total,
-        total,
-        count,
-        limit,
-        offset,
-    }))
+    Ok(page::respond(&conditional, &found, limit, offset))
 }
 
 /// The debate `id` if the caller may see it (404 otherwise: its existence is not revealed).
@@ -134,8 +127,21 @@ pub async fn find(debates: &Debates, caller: &Caller, id: &str) -> Result<Debate
         .ok_or_else(|| not_found(id))
 }
 
+/// The document of debate `id` as stored, if the caller may see it.
+pub(super) async fn find_stored(
+    debates: &Debates,
+    caller: &Caller,
+    id: &str,
+) -> Result<String, ApiError> {
+    let parsed = debate_id(id)?;
+    debates
+        .stored(caller, &parsed)
+        .await?
+        .ok_or_else(|| not_found(id))
+}
+
 /// A debate id from a path; one that cannot be an id names no debate.
-fn debate_id(id: &str) -> Result<DebateId, ApiError> {
+pub(super) fn debate_id(id: &str) -> Result<DebateId, ApiError> {
     DebateId::parse(id).map_err(|_| not_found(id))
 }
 
@@ -152,12 +158,12 @@ fn not_found(id: &str) -> ApiError {
     responses((status = 200, body = DebateDetail), (status = 404, description = "No such debate")))]
 pub async fn get_debate(
     State(debates): State<Debates>,
+    State(http): State<HttpState>,
     caller: Caller,
+    conditional: Conditional,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<DebateDetail>, ApiError> {
-    Ok(Json(DebateDetail::from(
-        &find(&debates, &caller, &id).await?,
-    )))
+) -> Result<Response, ApiError> {
+    rendered::detail(&debates, &http.details, &caller, &conditional, &id).await
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -3,10 +3,7 @@
 //! idle projections `behind`, since they save their checkpoint over events
 //! they ignore at most once a second (and not at all after the last batch).
 
-use agon_projections::{
-    Accounts, AdminStats, ApiKeys, Cursor, Debates, DocumentProjection, EventRecord, Leaderboard,
-    Organizations, Projection, Sessions,
-};
+use agon_projections::{Cursor, EventRecord};
 
 use crate::store::{EventLog, StoreError};
 
@@ -50,21 +47,6 @@ pub(super) async fn behind(
 
 /// The projections' own filters: what their runners do not skip.
 fn applies(name: &str, event: &EventRecord) -> bool {
-    match name {
-        AdminStats::NAME => AdminStats::relevant(event),
-        Leaderboard::NAME => Leaderboard::relevant(event),
-        Accounts::NAME => has_key::<Accounts>(event),
-        Sessions::NAME => has_key::<Sessions>(event),
-        ApiKeys::NAME => has_key::<ApiKeys>(event),
-        Organizations::NAME => has_key::<Organizations>(event),
-        Debates::NAME => has_key::<Debates>(event),
-        // An unknown name: only the head can tell.
-        _ => true,
-    }
-}
-
-/// Whether a document projection takes `event`; one whose key cannot be
-/// decoded stops the projection there, so it counts.
-fn has_key<P: DocumentProjection>(event: &EventRecord) -> bool {
-    !matches!(P::key(event), Ok(None))
+    // An unknown name: only the head can tell.
+    crate::projection::registry::find(name).is_none_or(|p| (p.relevant)(event))
 }
