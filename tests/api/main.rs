@@ -26,6 +26,7 @@ mod platform;
 mod projection_lag;
 mod providers;
 mod ratelimit;
+mod request_ids;
 mod restore;
 mod schemas;
 mod serve;
