@@ -1,16 +1,15 @@
-//! The debates list as a table projection: one row per debate with the
-//! columns the list filters and orders on (owner, status, creation order)
-//! and the list item as served, plus counts per owner and status, so a page
-//! and its total are index reads whatever the number of debates.
+//! The debates list's tables: one row per debate with the columns the list
+//! filters and orders on (owner, status, creation order) and the list item
+//! as served, plus counts per owner and status, so a page and its total are
+//! index reads whatever the number of debates. The `debates` projection
+//! writes them with its documents.
 
 use agon_aggregates::debate::{ConsensusStatus, Debate, DebateStatus, Stage};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::tables::{Cells, Changes, TableProjection};
-use crate::{
-    DecodeError, DocumentProjection, EventRecord, debates::DEBATE_AGGREGATE, debates::Debates,
-};
+use crate::tables::{Cells, Changes};
+use crate::{DocumentProjection, debates::Debates};
 
 /// One row per debate: `debate_id`, `owner`, `status`, `sort_key`, `item`.
 pub const LIST_TABLE: &str = "debate_list";
@@ -99,84 +98,63 @@ pub fn consensus_name(status: ConsensusStatus) -> &'static str {
     }
 }
 
-/// The table projection behind `GET /api/debates`.
-pub struct DebateList;
-
 fn count_key(owner: &str, status: &str) -> Cells {
     vec![("owner", owner.into()), ("status", status.into())]
 }
 
-impl TableProjection for DebateList {
-    const NAME: &'static str = "debate_list";
-    const TABLES: &'static [&'static str] = &[LIST_TABLE, COUNT_TABLE];
-    type State = Debate;
-
-    fn relevant(event: &EventRecord) -> bool {
-        event.aggregate_type == DEBATE_AGGREGATE
+/// The list rows that change when a batch takes a debate from `before` to
+/// `after`: its row, and the counts of the statuses it left and entered.
+/// Written by the `debates` projection in the transaction of its document,
+/// so the list and the document never disagree.
+pub fn list_rows(before: Option<&Debate>, after: &Debate, changes: &mut Changes) {
+    if !after.exists() {
+        return;
     }
-
-    fn state_key(event: &EventRecord) -> Result<Option<String>, DecodeError> {
-        Debates::key(event)
+    let item = ListItem::of(after);
+    // A list item of plain fields always serializes.
+    let item = serde_json::to_string(&item).unwrap_or_else(|_| "{}".to_owned());
+    let owner = after.created_by.clone();
+    changes.upsert(
+        LIST_TABLE,
+        vec![("debate_id", after.id.as_str().into())],
+        vec![
+            ("owner", owner.clone().into()),
+            ("status", after.status.as_str().into()),
+            (
+                "sort_key",
+                Debates::sort_key(after).unwrap_or_default().into(),
+            ),
+            ("item", item.into()),
+        ],
+    );
+    let before = before.filter(|d| d.exists()).map(|d| d.status);
+    let status = after.status.as_str();
+    if before.map(DebateStatus::as_str) == Some(status) {
+        return;
     }
-
-    fn apply(
-        debate: &mut Debate,
-        event: &EventRecord,
-        changes: &mut Changes,
-    ) -> Result<(), DecodeError> {
-        let before = debate.exists().then_some(debate.status);
-        // The `debates` document's own fold, so both read models agree.
-        let Some(after) = Debates::apply(Some(std::mem::take(debate)), event)? else {
-            return Ok(());
-        };
-        *debate = after;
-        if !debate.exists() {
-            return Ok(());
-        }
-        let item = ListItem::of(debate);
-        // A list item of plain fields always serializes.
-        let item = serde_json::to_string(&item).unwrap_or_else(|_| "{}".to_owned());
-        let owner = debate.created_by.clone();
-        changes.upsert(
-            LIST_TABLE,
-            vec![("debate_id", debate.id.as_str().into())],
-            vec![
-                ("owner", owner.clone().into()),
-                ("status", debate.status.as_str().into()),
-                (
-                    "sort_key",
-                    Debates::sort_key(debate).unwrap_or_default().into(),
-                ),
-                ("item", item.into()),
-            ],
-        );
-        let status = debate.status.as_str();
-        if before.map(DebateStatus::as_str) == Some(status) {
-            return Ok(());
-        }
-        let owner = owner.unwrap_or_else(|| NO_OWNER.to_owned());
-        for scope in [owner.as_str(), ANY] {
-            if let Some(before) = before {
+    let owner = owner.unwrap_or_else(|| NO_OWNER.to_owned());
+    for scope in [owner.as_str(), ANY] {
+        match before {
+            Some(before) => {
                 changes.increment(
                     COUNT_TABLE,
                     count_key(scope, before.as_str()),
                     "debates",
                     -1,
                 );
-            } else {
-                changes.increment(COUNT_TABLE, count_key(scope, ANY), "debates", 1);
             }
-            changes.increment(COUNT_TABLE, count_key(scope, status), "debates", 1);
+            None => changes.increment(COUNT_TABLE, count_key(scope, ANY), "debates", 1),
         }
-        Ok(())
+        changes.increment(COUNT_TABLE, count_key(scope, status), "debates", 1);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Cursor;
+    use crate::debates::DEBATE_AGGREGATE;
     use crate::tables::Change;
+    use crate::{Cursor, EventRecord};
     use serde_json::json;
 
     fn event(sequence: i64, payload: serde_json::Value) -> EventRecord {
@@ -218,11 +196,19 @@ mod tests {
             .collect()
     }
 
+    /// The debate after `event` and the list rows that step changes.
+    fn step(before: Option<Debate>, event: &EventRecord) -> (Debate, Changes) {
+        let after = Debates::apply(before.clone(), event)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_default();
+        let mut changes = Changes::default();
+        list_rows(before.as_ref(), &after, &mut changes);
+        (after, changes)
+    }
+
     #[test]
     fn a_new_debate_gets_a_row_and_counts_in_four_places() {
-        let mut state = Debate::default();
-        let mut changes = Changes::default();
-        DebateList::apply(&mut state, &created(), &mut changes).unwrap_or_else(|e| panic!("{e}"));
+        let (_, changes) = step(None, &created());
         assert_eq!(changes.iter().filter(|c| c.table == LIST_TABLE).count(), 1);
         let counts = counts(&changes);
         assert_eq!(counts.len(), 4);
@@ -231,12 +217,9 @@ mod tests {
 
     #[test]
     fn a_status_change_moves_the_debate_between_counts() {
-        let mut state = Debate::default();
-        DebateList::apply(&mut state, &created(), &mut Changes::default())
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut changes = Changes::default();
+        let (state, _) = step(None, &created());
         let started = event(2, json!({"DebateStarted": {"at": "2026-01-01T00:00:01Z"}}));
-        DebateList::apply(&mut state, &started, &mut changes).unwrap_or_else(|e| panic!("{e}"));
+        let (state, changes) = step(Some(state), &started);
         let counts = counts(&changes);
         let total: i64 = counts.iter().map(|(_, by)| by).sum();
         assert_eq!((counts.len(), total), (4, 0));

@@ -3,6 +3,8 @@
 
 use agon_aggregates::debate::{Debate, DebateEvent};
 
+use crate::debate_list::{COUNT_TABLE, LIST_TABLE, list_rows};
+use crate::tables::Changes;
 use crate::{DecodeError, DocumentProjection, EventRecord};
 
 pub use crate::admin_stats::DEBATE_AGGREGATE;
@@ -31,6 +33,14 @@ impl DocumentProjection for Debates {
 
     fn state(doc: &Debate) -> Option<String> {
         Some(doc.status.as_str().to_owned())
+    }
+
+    const TABLES: &'static [&'static str] = &[LIST_TABLE, COUNT_TABLE];
+
+    fn rows(before: Option<&Debate>, after: Option<&Debate>, changes: &mut Changes) {
+        if let Some(after) = after {
+            list_rows(before, after, changes);
+        }
     }
 
     /// Creation time, then id: RFC 3339 in UTC with fixed precision sorts as text.

@@ -17,7 +17,6 @@ pub mod tables;
 pub use accounts::{Accounts, ApiKeys, Organizations, Sessions};
 pub use admin_stats::AdminStats;
 pub use agon_aggregates::wire::DecodeError;
-pub use debate_list::DebateList;
 pub use debates::Debates;
 pub use leaderboard::Leaderboard;
 pub use record::{Cursor, EventRecord};
@@ -54,7 +53,7 @@ pub trait DocumentProjection: Send + Sync + 'static {
     /// The name of its checkpoint, of its documents' `projection` column and
     /// of `agon replay --projection`.
     const NAME: &'static str;
-    type Doc: Serialize + DeserializeOwned + Send + Sync + 'static;
+    type Doc: Clone + Serialize + DeserializeOwned + Send + Sync + 'static;
 
     /// The key of the document `event` changes, if any; an error when
     /// telling needs the payload and it cannot be decoded.
@@ -82,4 +81,12 @@ pub trait DocumentProjection: Send + Sync + 'static {
     fn sort_key(_doc: &Self::Doc) -> Option<String> {
         None
     }
+
+    /// Tables the projection keeps beside its documents (emptied when it is
+    /// rebuilt), written in the same transaction as the documents.
+    const TABLES: &'static [&'static str] = &[];
+
+    /// The rows of [`Self::TABLES`] that change when a batch takes a
+    /// document from `before` to `after` (`None`: no document).
+    fn rows(_before: Option<&Self::Doc>, _after: Option<&Self::Doc>, _changes: &mut Changes) {}
 }

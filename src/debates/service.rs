@@ -134,7 +134,7 @@ impl Debates {
         self.documents
             .wait_for::<DebateDocs>(&id, READ_MODEL_WAIT, |_| true)
             .await?;
-        crate::projection::reads::wait_listed(&self.log, &id, READ_MODEL_WAIT).await?;
+        // (The list row is written with the document, in its transaction.)
         Ok(debate)
     }
 

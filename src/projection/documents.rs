@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use agon_projections::{Cursor, DocumentProjection, EventRecord};
+use agon_projections::{Changes, Cursor, DocumentProjection, EventRecord};
 use async_trait::async_trait;
 
 use super::{
@@ -138,6 +138,17 @@ impl<P: DocumentProjection> Commit for DocumentRunner<P> {
                     touched.insert(key, Some(serde_json::from_str(&text)?));
                 }
             }
+            // What the batch starts from, for the rows beside the documents.
+            let before: HashMap<String, Option<P::Doc>> = if P::TABLES.is_empty() {
+                HashMap::new()
+            } else {
+                keys.iter()
+                    .map(|key| {
+                        let doc = touched.get(*key).cloned().flatten();
+                        ((*key).to_owned(), doc)
+                    })
+                    .collect()
+            };
             for ((at, event, key), fresh) in relevant.iter().zip(&fresh) {
                 if *fresh {
                     let current = touched.remove(key).flatten();
@@ -147,6 +158,14 @@ impl<P: DocumentProjection> Commit for DocumentRunner<P> {
                         Err(error) => return Ok(Some((*at, error))),
                     };
                 }
+            }
+            if !P::TABLES.is_empty() {
+                let mut changes = Changes::default();
+                for (key, after) in &touched {
+                    let before = before.get(key).and_then(Option::as_ref);
+                    P::rows(before, after.as_ref(), &mut changes);
+                }
+                super::tables::write_changes!(tx, changes);
             }
             let mut written = Vec::with_capacity(touched.len());
             for (key, doc) in &touched {
@@ -350,7 +369,7 @@ impl Documents {
 /// Waits until `check` holds, looking again whenever a read model of this
 /// process moves; gives up after `limit` (`projection` and `key` name what
 /// was waited for in the warning).
-pub(crate) async fn wait_until<F, Fut>(
+async fn wait_until<F, Fut>(
     log: &EventLog,
     limit: Duration,
     projection: &str,

@@ -124,22 +124,6 @@ impl super::TableRunner<agon_projections::AdminStats> {
     }
 }
 
-/// Waits until the debates list holds debate `id` (see [`Documents::wait_for`](super::Documents::wait_for)).
-pub async fn wait_listed(
-    log: &EventLog,
-    id: &str,
-    limit: std::time::Duration,
-) -> Result<bool, StoreError> {
-    let sql = format!("SELECT COUNT(*) FROM {LIST_TABLE} WHERE debate_id = $1");
-    super::documents::wait_until(log, limit, LIST_TABLE, id, || async {
-        let found: i64 = with_pool!(log.db().reader(), pool => {
-            sqlx::query_scalar(&sql).bind(id).fetch_one(pool).await?
-        });
-        Ok(found > 0)
-    })
-    .await
-}
-
 /// The owner of document `key` of `P` and the last sequence of its stream
 /// (`aggregate_type`, `key`) that `P` applied: a version of the document
 /// read without the document.

@@ -46,7 +46,7 @@ impl<P: TableProjection> TableRunner<P> {
 }
 
 /// The statement that makes `change`, its values bound in the order they are listed.
-fn statement(change: &RowChange) -> (String, Vec<&Cell>) {
+pub(crate) fn statement(change: &RowChange) -> (String, Vec<&Cell>) {
     let table = change.table;
     let keys: Vec<&str> = change.key.iter().map(|(name, _)| *name).collect();
     let mut values: Vec<&Cell> = change.key.iter().map(|(_, cell)| cell).collect();
@@ -98,7 +98,7 @@ fn statement(change: &RowChange) -> (String, Vec<&Cell>) {
 }
 
 /// The amount an increment adds (bound after its key).
-fn increment_of(change: &RowChange) -> Option<i64> {
+pub(crate) fn increment_of(change: &RowChange) -> Option<i64> {
     match change.change {
         Change::Increment { by, .. } => Some(by),
         _ => None,
@@ -109,21 +109,22 @@ fn increment_of(change: &RowChange) -> Option<i64> {
 macro_rules! write_changes {
     ($tx:expr, $changes:expr) => {
         for change in $changes.iter() {
-            let (sql, values) = statement(change);
+            let (sql, values) = $crate::projection::tables::statement(change);
             let mut query = sqlx::query(&sql);
             for value in values {
                 query = match value {
-                    Cell::Text(text) => query.bind(text.as_deref()),
-                    Cell::Int(n) => query.bind(*n),
+                    agon_projections::tables::Cell::Text(text) => query.bind(text.as_deref()),
+                    agon_projections::tables::Cell::Int(n) => query.bind(*n),
                 };
             }
-            if let Some(by) = increment_of(change) {
+            if let Some(by) = $crate::projection::tables::increment_of(change) {
                 query = query.bind(by);
             }
             query.execute(&mut *$tx).await?;
         }
     };
 }
+pub(super) use write_changes;
 
 #[async_trait]
 impl<P: TableProjection> Consumer for TableRunner<P> {

@@ -44,7 +44,7 @@ pub struct DebateSummary {
 }
 
 impl From<&Debate> for DebateSummary {
-    /// The list item the `debate_list` projection stores, field for field.
+    /// The list item the `debates` projection stores in its `debate_list` table, field for field.
     fn from(debate: &Debate) -> Self {
         let item = ListItem::of(debate);
         Self {
