@@ -102,6 +102,51 @@ pub(crate) async fn commit_until_undecodable(
     }
 }
 
+/// The bus side every projection runner shares: its checkpoint is named
+/// after it, a batch commits up to the first event it cannot decode, and
+/// it never dead-letters (a read model that skipped an event would be
+/// wrong for good).
+macro_rules! projection_consumer {
+    ($runner:ident, $kind:path) => {
+        #[async_trait::async_trait]
+        impl<P: $kind> $crate::bus::Consumer for $runner<P> {
+            fn name(&self) -> &str {
+                P::NAME
+            }
+
+            async fn checkpoint(
+                &self,
+            ) -> Result<agon_projections::Cursor, $crate::store::StoreError> {
+                let name = $crate::projection::checkpoint_name(P::NAME);
+                self.log.load_checkpoint(&name).await
+            }
+
+            async fn handle(
+                &self,
+                batch: &[agon_projections::EventRecord],
+            ) -> Result<(), $crate::bus::ConsumerError> {
+                $crate::projection::commit_until_undecodable(self, batch).await
+            }
+
+            async fn pass(
+                &self,
+                event: &agon_projections::EventRecord,
+            ) -> Result<(), $crate::store::StoreError> {
+                let name = $crate::projection::checkpoint_name(P::NAME);
+                self.log.save_checkpoint(&name, event.cursor).await
+            }
+
+            async fn retry(
+                &self,
+                _event: &agon_projections::EventRecord,
+            ) -> Result<(), $crate::bus::ConsumerError> {
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use projection_consumer;
+
 /// A projection hooked to the store as a bus consumer.
 pub struct ProjectionRunner<P: Projection> {
     log: EventLog,
@@ -143,31 +188,7 @@ pub fn checkpoint_name(projection: &str) -> String {
     format!("projection.{projection}")
 }
 
-#[async_trait]
-impl<P: Projection> Consumer for ProjectionRunner<P> {
-    fn name(&self) -> &str {
-        P::NAME
-    }
-
-    async fn checkpoint(&self) -> Result<Cursor, StoreError> {
-        self.log.load_checkpoint(&checkpoint_name(P::NAME)).await
-    }
-
-    async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError> {
-        commit_until_undecodable(self, batch).await
-    }
-
-    async fn pass(&self, event: &EventRecord) -> Result<(), StoreError> {
-        self.log
-            .save_checkpoint(&checkpoint_name(P::NAME), event.cursor)
-            .await
-    }
-
-    /// Projections never dead-letter: they stop at what they cannot decode.
-    async fn retry(&self, _event: &EventRecord) -> Result<(), ConsumerError> {
-        Ok(())
-    }
-}
+projection_consumer!(ProjectionRunner, Projection);
 
 #[async_trait]
 impl<P: Projection> Commit for ProjectionRunner<P> {

@@ -11,13 +11,10 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use agon_projections::{Changes, Cursor, DocumentProjection, EventRecord};
+use agon_projections::{Changes, DocumentProjection, EventRecord};
 use async_trait::async_trait;
 
-use super::{
-    Commit, IdleCheckpoint, Undecodable, checkpoint_name, commit_until_undecodable, guards,
-};
-use crate::bus::{Consumer, ConsumerError};
+use super::{Commit, IdleCheckpoint, Undecodable, guards};
 use crate::store::db::{rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
@@ -59,31 +56,7 @@ impl<P: DocumentProjection> DocumentRunner<P> {
     }
 }
 
-#[async_trait]
-impl<P: DocumentProjection> Consumer for DocumentRunner<P> {
-    fn name(&self) -> &str {
-        P::NAME
-    }
-
-    async fn checkpoint(&self) -> Result<Cursor, StoreError> {
-        self.log.load_checkpoint(&checkpoint_name(P::NAME)).await
-    }
-
-    async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError> {
-        commit_until_undecodable(self, batch).await
-    }
-
-    async fn pass(&self, event: &EventRecord) -> Result<(), StoreError> {
-        self.log
-            .save_checkpoint(&checkpoint_name(P::NAME), event.cursor)
-            .await
-    }
-
-    /// Projections never dead-letter: they stop at what they cannot decode.
-    async fn retry(&self, _event: &EventRecord) -> Result<(), ConsumerError> {
-        Ok(())
-    }
-}
+super::projection_consumer!(DocumentRunner, DocumentProjection);
 
 #[async_trait]
 impl<P: DocumentProjection> Commit for DocumentRunner<P> {

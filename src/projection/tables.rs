@@ -11,13 +11,10 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use agon_projections::tables::{Cell, Change, RowChange};
-use agon_projections::{Changes, Cursor, EventRecord, TableProjection};
+use agon_projections::{Changes, EventRecord, TableProjection};
 use async_trait::async_trait;
 
-use super::{
-    Commit, IdleCheckpoint, Undecodable, checkpoint_name, commit_until_undecodable, guards,
-};
-use crate::bus::{Consumer, ConsumerError};
+use super::{Commit, IdleCheckpoint, Undecodable, guards};
 use crate::store::db::{rebuildable_commit_sql, with_pool};
 use crate::store::{EventLog, StoreError};
 
@@ -126,31 +123,7 @@ macro_rules! write_changes {
 }
 pub(super) use write_changes;
 
-#[async_trait]
-impl<P: TableProjection> Consumer for TableRunner<P> {
-    fn name(&self) -> &str {
-        P::NAME
-    }
-
-    async fn checkpoint(&self) -> Result<Cursor, StoreError> {
-        self.log.load_checkpoint(&checkpoint_name(P::NAME)).await
-    }
-
-    async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError> {
-        commit_until_undecodable(self, batch).await
-    }
-
-    async fn pass(&self, event: &EventRecord) -> Result<(), StoreError> {
-        self.log
-            .save_checkpoint(&checkpoint_name(P::NAME), event.cursor)
-            .await
-    }
-
-    /// Projections never dead-letter: they stop at what they cannot decode.
-    async fn retry(&self, _event: &EventRecord) -> Result<(), ConsumerError> {
-        Ok(())
-    }
-}
+super::projection_consumer!(TableRunner, TableProjection);
 
 #[async_trait]
 impl<P: TableProjection> Commit for TableRunner<P> {
