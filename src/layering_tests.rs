@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 const SERVICES: [&str; 7] = [
     "auth", "debates", "ops", "runner", "agents", "mail", "views",
 ];
-const ADAPTERS: [&str; 7] = [
+const ADAPTERS: [&str; 8] = [
     "store",
     "bus",
     "projection",
@@ -19,6 +19,7 @@ const ADAPTERS: [&str; 7] = [
     "config",
     "clock",
     "request",
+    "errors",
 ];
 
 /// Every non-test source file under `src/`, as (path relative to `src/`, text).

@@ -22,6 +22,7 @@ pub mod clock;
 pub mod config;
 pub mod crypto;
 pub mod debates;
+pub mod errors;
 pub mod http;
 pub mod mail;
 pub mod ops;

@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{Consumer, pause};
+use crate::errors::chain;
 use crate::store::dead_letters::DeadLetter;
 use crate::store::{EventLog, StoreError};
 
@@ -112,18 +113,6 @@ impl ConsumerError {
             | Self::Undecodable { event_id, .. } => Some(event_id),
         }
     }
-}
-
-/// The message and its causes, for logs and dead letters.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// How transient failures are retried (`SERVICE_CONSUMER_RETRY_*`).

@@ -171,7 +171,7 @@ impl ApiError {
                 report.retry_after = Some(UNAVAILABLE_RETRY_AFTER_SECS);
             }
             ApiError::Internal(cause) => {
-                let chain = error_chain(cause.as_ref());
+                let chain = crate::errors::chain(cause.as_ref());
                 report.message = "Internal server error".to_owned();
                 report.internal_cause = Some(chain);
             }
@@ -179,17 +179,6 @@ impl ApiError {
         }
         report
     }
-}
-
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Everything needed to render an error in any of the spec's forms.
