@@ -11,16 +11,17 @@
 //! the variables a benchmark user sets (see README, "Benchmarks").
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+// Shared with the reads benchmark, which also seeds through `Service::log`.
+#[allow(dead_code)]
+#[path = "service.rs"]
+mod service;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agon::app::App;
-use agon::config::Settings;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
+use service::{Service, TOKEN};
 
-const TOKEN: &str = "bench-token-0123456789abcdef";
 /// How often a client asks whether its debate's consensus is there
 /// (`AGON_BENCH_POLL_MS`, default 25: a debate takes a few hundred
 /// milliseconds under load, and much faster polling measures the polls).
@@ -41,45 +42,6 @@ const BENCH_VARS: [(&str, &str); 5] = [
     ("SERVICE_LOG_LEVEL", "ERROR"),
     ("SERVICE_SEAL_INTERVAL_SECONDS", "3600"),
 ];
-
-struct Service {
-    base: String,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-    _dir: tempfile::TempDir,
-}
-
-async fn start(database_url: Option<String>, nats_url: Option<String>) -> Service {
-    let dir = tempfile::tempdir().unwrap();
-    let data_dir = dir.path().to_str().unwrap().to_owned();
-    let settings = Settings::from_lookup(|name| match name {
-        "SERVICE_DATA_DIR" => Some(data_dir.clone()),
-        "DATABASE_URL" => database_url.clone(),
-        "SERVICE_NATS_URL" => nats_url.clone(),
-        "SERVICE_API_TOKEN" => Some(TOKEN.to_owned()),
-        _ => BENCH_VARS
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| (*v).to_owned()),
-    })
-    .unwrap();
-    let app = App::build(settings).await.unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    let task = tokio::spawn({
-        let stop = stop.clone();
-        async move {
-            app.run(listener, stop).await.unwrap();
-        }
-    });
-    Service {
-        base,
-        stop,
-        task,
-        _dir: dir,
-    }
-}
 
 /// Creates one demo debate and waits for its consensus; returns the time
 /// the create request took and the time to the consensus.
@@ -233,7 +195,7 @@ async fn debates(base: &str, clients: usize, total: usize) -> Figures {
 }
 
 async fn measure(name: &str, database_url: Option<String>, nats_url: Option<String>) {
-    let service = start(database_url, nats_url).await;
+    let service = Service::start(&BENCH_VARS, database_url, nats_url).await;
     for (clients, total) in [(1, 200), (16, 1_000)] {
         let reads = baseline(&service.base, clients).await;
         let figures = debates(&service.base, clients, total).await;
@@ -249,8 +211,7 @@ async fn measure(name: &str, database_url: Option<String>, nats_url: Option<Stri
             figures.per_second / reads,
         );
     }
-    service.stop.cancel();
-    let _ = service.task.await;
+    service.stop().await;
 }
 
 fn main() {

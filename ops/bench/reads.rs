@@ -12,17 +12,15 @@
 //! (default 100000) debates in the large store.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+#[path = "service.rs"]
+mod service;
+
 use std::time::{Duration, Instant};
 
-use agon::app::App;
-use agon::config::Settings;
-use agon::store::EventLog;
 use cqrs_es::persist::SerializedEvent;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
+use service::{Service, TOKEN};
 
-const TOKEN: &str = "bench-token-0123456789abcdef";
 /// Debates in the small store.
 const SMALL: usize = 30;
 /// Streams appended at once while seeding.
@@ -43,45 +41,6 @@ fn setting(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-struct Service {
-    base: String,
-    log: EventLog,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-    _dir: tempfile::TempDir,
-}
-
-async fn start(database_url: Option<String>) -> Service {
-    let dir = tempfile::tempdir().unwrap();
-    let data_dir = dir.path().to_str().unwrap().to_owned();
-    let settings = Settings::from_lookup(|name| match name {
-        "SERVICE_DATA_DIR" => Some(data_dir.clone()),
-        "DATABASE_URL" => database_url.clone(),
-        "SERVICE_API_TOKEN" => Some(TOKEN.to_owned()),
-        _ => BENCH_VARS
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| (*v).to_owned()),
-    })
-    .unwrap();
-    let app = App::build(settings).await.unwrap();
-    let log = app.log.clone();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    let task = tokio::spawn({
-        let stop = stop.clone();
-        async move { app.run(listener, stop).await.unwrap() }
-    });
-    Service {
-        base,
-        log,
-        stop,
-        task,
-        _dir: dir,
-    }
 }
 
 async fn get(client: &reqwest::Client, url: &str) -> (u16, Value) {
@@ -258,7 +217,7 @@ fn report(name: &str, route: &str, figures: &Figures, baseline: &Figures) {
 }
 
 async fn run(name: &str, database_url: Option<String>) {
-    let service = start(database_url).await;
+    let service = Service::start(&BENCH_VARS, database_url, None).await;
     let base = service.base.clone();
     let ids = demo_debates(&base, SMALL).await;
     let detail = format!("/api/debates/{}", ids[0]);
@@ -293,8 +252,7 @@ async fn run(name: &str, database_url: Option<String>) {
         ms(list.p50),
         list.p50.as_secs_f64() / small_list.p50.as_secs_f64(),
     );
-    service.stop.cancel();
-    let _ = service.task.await;
+    service.stop().await;
 }
 
 fn main() {
