@@ -78,6 +78,8 @@ pub struct App {
     pub agents: Agents,
     pub runner: Runner,
     pub http: HttpState,
+    /// Read models that left their group (see `projection::group`), run alone.
+    detached: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>>,
 }
 
 impl App {
@@ -133,6 +135,7 @@ impl App {
             agents,
             runner,
             http,
+            detached: Arc::default(),
         })
     }
 
@@ -144,9 +147,14 @@ impl App {
     ) -> Result<Vec<JoinHandle<()>>, StartError> {
         projection::reset_changed(&self.log).await?;
         let mut tasks = vec![self.bus.spawn_relay(&self.log, stop)];
-        for consumer in projection::runners(&self.log) {
-            tasks.push(self.bus.spawn_consumer(&self.log, consumer, stop));
-        }
+        let (bus, log, stop_detached) = (self.bus.clone(), self.log.clone(), stop.clone());
+        let detached = Arc::clone(&self.detached);
+        let detach: projection::Detach = Box::new(move |member| {
+            let task = bus.spawn_consumer(&log, member, &stop_detached);
+            lock(&detached).push(task);
+        });
+        let read_models = projection::read_models(&self.log, detach);
+        tasks.push(self.bus.spawn_consumer(&self.log, read_models, stop));
         let feed = self.runner.feed().await?;
         tasks.push(self.bus.spawn_consumer(&self.log, feed, stop));
         tasks.push(self.runner.spawn(stop));
@@ -157,7 +165,8 @@ impl App {
     /// the background tasks, seals what they wrote and closes the store.
     pub async fn finish(&self, tasks: Vec<JoinHandle<()>>) {
         self.runner.drain(self.settings.agents.shutdown_grace).await;
-        for task in tasks {
+        let detached = std::mem::take(&mut *lock(&self.detached));
+        for task in tasks.into_iter().chain(detached) {
             // A task that panicked has already reported it; the others finish.
             let _ = task.await;
         }
@@ -208,4 +217,10 @@ impl From<App> for ApiState {
             http: app.http,
         }
     }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -14,8 +14,8 @@ use std::time::Duration;
 use agon_projections::{Changes, DocumentProjection, EventRecord};
 use async_trait::async_trait;
 
-use super::{Commit, IdleCheckpoint, Undecodable, guards};
-use crate::store::db::{rebuildable_commit_sql, with_pool};
+use super::{IdleCheckpoint, Member, Undecodable, guards};
+use crate::store::db::{Tx, with_pool, with_tx};
 use crate::store::{EventLog, StoreError};
 
 /// How often a waiting request looks again without being woken.
@@ -59,11 +59,20 @@ impl<P: DocumentProjection> DocumentRunner<P> {
 super::projection_consumer!(DocumentRunner, DocumentProjection);
 
 #[async_trait]
-impl<P: DocumentProjection> Commit for DocumentRunner<P> {
-    async fn commit(&self, batch: &[EventRecord]) -> Result<Option<Undecodable>, StoreError> {
-        let Some(last) = batch.last() else {
-            return Ok(None);
-        };
+impl<P: DocumentProjection> Member for DocumentRunner<P> {
+    fn relevant(&self, event: &EventRecord) -> bool {
+        super::registry::has_key::<P>(event)
+    }
+
+    fn idle(&self) -> &IdleCheckpoint {
+        &self.idle
+    }
+
+    async fn fold(
+        &self,
+        tx: &mut Tx,
+        batch: &[EventRecord],
+    ) -> Result<Option<Undecodable>, StoreError> {
         // The events with a document, by index in the batch.
         let mut relevant: Vec<(usize, &EventRecord, String)> = Vec::new();
         for (at, event) in batch.iter().enumerate() {
@@ -73,18 +82,9 @@ impl<P: DocumentProjection> Commit for DocumentRunner<P> {
                 Err(error) => return Ok(Some((at, error))),
             }
         }
-        if relevant.is_empty() {
-            self.idle.pass(&self.log, P::NAME, last.cursor).await?;
-            return Ok(None);
-        }
         let events: Vec<&EventRecord> = relevant.iter().map(|(_, event, _)| *event).collect();
-        let relaxed = rebuildable_commit_sql(&self.log.db().writer());
-        with_pool!(self.log.db().writer(), pool => {
-            let mut tx = pool.begin().await?;
-            if let Some(sql) = relaxed {
-                sqlx::query(sql).execute(&mut *tx).await?;
-            }
-            let fresh = guards::fresh_events(&mut tx, P::NAME, &events).await?;
+        with_tx!(tx, tx => {
+            let fresh = guards::fresh_events(tx, P::NAME, &events).await?;
             let mut keys: Vec<&str> = relevant
                 .iter()
                 .zip(&fresh)
@@ -107,7 +107,7 @@ impl<P: DocumentProjection> Commit for DocumentRunner<P> {
                 for key in chunk {
                     query = query.bind(*key);
                 }
-                for (key, text) in query.fetch_all(&mut *tx).await? {
+                for (key, text) in query.fetch_all(&mut **tx).await? {
                     touched.insert(key, Some(serde_json::from_str(&text)?));
                 }
             }
@@ -138,7 +138,7 @@ impl<P: DocumentProjection> Commit for DocumentRunner<P> {
                     let before = before.get(key).and_then(Option::as_ref);
                     P::rows(before, after.as_ref(), &mut changes);
                 }
-                super::tables::write_changes!(tx, changes);
+                super::tables::write_changes!(*tx, changes);
             }
             let mut written = Vec::with_capacity(touched.len());
             for (key, doc) in &touched {
@@ -155,7 +155,7 @@ impl<P: DocumentProjection> Commit for DocumentRunner<P> {
                         sqlx::query("DELETE FROM documents WHERE projection = $1 AND doc_key = $2")
                             .bind(P::NAME)
                             .bind(key)
-                            .execute(&mut *tx)
+                            .execute(&mut **tx)
                             .await?;
                     }
                 }
@@ -174,11 +174,8 @@ impl<P: DocumentProjection> Commit for DocumentRunner<P> {
                         .push_bind(w.sort_key.as_deref());
                 });
                 upsert.push(UPSERT_CONFLICT);
-                upsert.build().execute(&mut *tx).await?;
+                upsert.build().execute(&mut **tx).await?;
             }
-            guards::save_checkpoint(&mut tx, P::NAME, last.cursor).await?;
-            tx.commit().await?;
-            self.log.read_models_moved();
         });
         Ok(None)
     }

@@ -12,8 +12,7 @@ use agon_projections::{
 
 use super::documents::DocumentRunner;
 use super::tables::TableRunner;
-use super::{ProjectionRunner, checkpoint_name};
-use crate::bus::Consumer;
+use super::{Member, ProjectionRunner, checkpoint_name};
 use crate::store::db::with_pool;
 use crate::store::{EventLog, StoreError};
 
@@ -27,7 +26,7 @@ pub struct Registered {
     pub tables: &'static [&'static str],
     /// Whether an event can change its read model (what its runner does not skip).
     pub relevant: fn(&EventRecord) -> bool,
-    pub runner: fn(&EventLog) -> Arc<dyn Consumer>,
+    pub runner: fn(&EventLog) -> Arc<dyn Member>,
 }
 
 impl std::fmt::Debug for Registered {
@@ -36,21 +35,21 @@ impl std::fmt::Debug for Registered {
     }
 }
 
-fn view_runner<P: Projection>(log: &EventLog) -> Arc<dyn Consumer> {
+fn view_runner<P: Projection>(log: &EventLog) -> Arc<dyn Member> {
     Arc::new(ProjectionRunner::<P>::new(log.clone()))
 }
 
-fn document_runner<P: DocumentProjection>(log: &EventLog) -> Arc<dyn Consumer> {
+fn document_runner<P: DocumentProjection>(log: &EventLog) -> Arc<dyn Member> {
     Arc::new(DocumentRunner::<P>::new(log.clone()))
 }
 
-fn table_runner<P: TableProjection>(log: &EventLog) -> Arc<dyn Consumer> {
+fn table_runner<P: TableProjection>(log: &EventLog) -> Arc<dyn Member> {
     Arc::new(TableRunner::<P>::new(log.clone()))
 }
 
 /// Whether a document projection takes `event`; one whose key cannot be
 /// decoded stops the projection there, so it counts.
-fn has_key<P: DocumentProjection>(event: &EventRecord) -> bool {
+pub(super) fn has_key<P: DocumentProjection>(event: &EventRecord) -> bool {
     !matches!(P::key(event), Ok(None))
 }
 

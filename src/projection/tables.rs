@@ -14,8 +14,8 @@ use agon_projections::tables::{Cell, Change, RowChange};
 use agon_projections::{Changes, EventRecord, TableProjection};
 use async_trait::async_trait;
 
-use super::{Commit, IdleCheckpoint, Undecodable, guards};
-use crate::store::db::{rebuildable_commit_sql, with_pool};
+use super::{IdleCheckpoint, Member, Undecodable, guards};
+use crate::store::db::{Tx, with_tx};
 use crate::store::{EventLog, StoreError};
 
 /// States loaded or saved per statement.
@@ -126,28 +126,28 @@ pub(super) use write_changes;
 super::projection_consumer!(TableRunner, TableProjection);
 
 #[async_trait]
-impl<P: TableProjection> Commit for TableRunner<P> {
-    async fn commit(&self, batch: &[EventRecord]) -> Result<Option<Undecodable>, StoreError> {
-        let Some(last) = batch.last() else {
-            return Ok(None);
-        };
+impl<P: TableProjection> Member for TableRunner<P> {
+    fn relevant(&self, event: &EventRecord) -> bool {
+        P::relevant(event)
+    }
+
+    fn idle(&self) -> &IdleCheckpoint {
+        &self.idle
+    }
+
+    async fn fold(
+        &self,
+        tx: &mut Tx,
+        batch: &[EventRecord],
+    ) -> Result<Option<Undecodable>, StoreError> {
         // Each relevant event with its place in the batch.
         let (at, events): (Vec<usize>, Vec<&EventRecord>) = batch
             .iter()
             .enumerate()
             .filter(|(_, e)| P::relevant(e))
             .unzip();
-        if events.is_empty() {
-            self.idle.pass(&self.log, P::NAME, last.cursor).await?;
-            return Ok(None);
-        }
-        let relaxed = rebuildable_commit_sql(&self.log.db().writer());
-        with_pool!(self.log.db().writer(), pool => {
-            let mut tx = pool.begin().await?;
-            if let Some(sql) = relaxed {
-                sqlx::query(sql).execute(&mut *tx).await?;
-            }
-            let fresh = guards::fresh_events(&mut tx, P::NAME, &events).await?;
+        with_tx!(tx, tx => {
+            let fresh = guards::fresh_events(tx, P::NAME, &events).await?;
             let mut keys: Vec<Option<String>> = Vec::with_capacity(events.len());
             for (i, (event, fresh)) in events.iter().zip(&fresh).enumerate() {
                 if !*fresh {
@@ -177,7 +177,7 @@ impl<P: TableProjection> Commit for TableRunner<P> {
                 for key in chunk {
                     query = query.bind(key.as_str());
                 }
-                for (key, text) in query.fetch_all(&mut *tx).await? {
+                for (key, text) in query.fetch_all(&mut **tx).await? {
                     states.insert(key, serde_json::from_str(&text)?);
                 }
             }
@@ -194,7 +194,7 @@ impl<P: TableProjection> Commit for TableRunner<P> {
                     return Ok(Some((at[i], error)));
                 }
             }
-            write_changes!(tx, changes);
+            write_changes!(*tx, changes);
             let saved = states
                 .iter()
                 .map(|(key, state)| Ok((key.as_str(), serde_json::to_string(state)?)))
@@ -209,11 +209,8 @@ impl<P: TableProjection> Commit for TableRunner<P> {
                 upsert.push(
                     " ON CONFLICT (projection, state_key) DO UPDATE SET state = excluded.state",
                 );
-                upsert.build().execute(&mut *tx).await?;
+                upsert.build().execute(&mut **tx).await?;
             }
-            guards::save_checkpoint(&mut tx, P::NAME, last.cursor).await?;
-            tx.commit().await?;
-            self.log.read_models_moved();
         });
         Ok(None)
     }

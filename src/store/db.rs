@@ -80,6 +80,54 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// A transaction on either back end, for work that several parts of the
+/// code add to before one commit (the read models of a batch).
+pub enum Tx {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+/// Runs `$body` with `$tx` bound to the `&mut sqlx::Transaction` that `$t`
+/// (a `&mut` [`Tx`]) holds.
+macro_rules! with_tx {
+    ($t:expr, $tx:ident => $body:expr) => {
+        match $t {
+            $crate::store::db::Tx::Sqlite($tx) => $body,
+            $crate::store::db::Tx::Postgres($tx) => $body,
+        }
+    };
+}
+pub(crate) use with_tx;
+
+impl Tx {
+    /// Begins a read-model transaction on the writer pool of `db`.
+    pub(crate) async fn read_models(db: &Db) -> Result<Self, StoreError> {
+        let relaxed = rebuildable_commit_sql(&db.writer());
+        let mut tx = match db.writer() {
+            PoolRef::Sqlite(pool) => Tx::Sqlite(pool.begin().await?),
+            PoolRef::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        };
+        if let Some(sql) = relaxed {
+            with_tx!(&mut tx, tx => {
+                sqlx::query(sql).execute(&mut **tx).await?;
+            });
+        }
+        Ok(tx)
+    }
+
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Tx::Sqlite(_) => Backend::Sqlite,
+            Tx::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    pub(crate) async fn commit(self) -> Result<(), StoreError> {
+        with_tx!(self, tx => tx.commit().await?);
+        Ok(())
+    }
+}
+
 /// Run inside a read-model transaction on PostgreSQL: its commit need not
 /// wait for the WAL flush. A read model and its checkpoint commit together
 /// and are rebuilt from the log, so a crash of the database server can only

@@ -296,3 +296,31 @@ async fn sqlite_and_postgres_schemas_agree() {
         .collect();
     assert_eq!(sqlite_indexes, postgres_indexes, "the same indexes");
 }
+
+/// Read-model values PostgreSQL rewrites on every batch are compressed
+/// with lz4 (migration 0008), not the much slower default pglz; this test
+/// server is built with lz4, as PostgreSQL packages are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn large_read_model_values_are_compressed_with_lz4() {
+    let store = fresh(Kind::Postgres).await;
+    let PoolRef::Postgres(pool) = store.log.db().reader() else {
+        unreachable!()
+    };
+    let methods: Vec<(String, String)> = sqlx::query_as(
+        "SELECT c.relname::text || '.' || a.attname::text, a.attcompression::text \
+         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid \
+         WHERE (c.relname, a.attname) IN \
+         (('documents', 'doc'), ('projection_views', 'view'), ('projection_states', 'state')) \
+         ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let expected = [
+        "documents.doc",
+        "projection_states.state",
+        "projection_views.view",
+    ]
+    .map(|column| (column.to_owned(), "l".to_owned()));
+    assert_eq!(methods, expected);
+}
