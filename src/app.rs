@@ -19,6 +19,7 @@ use crate::debates::{Debates, TextLimits};
 use crate::http::ratelimit::RedisError;
 use crate::http::state::{ApiState, HttpState};
 use crate::ops::Ops;
+use crate::push::Push;
 use crate::runner::Runner;
 use crate::store::sealer::{self, seal_backlog};
 use crate::store::{Db, EventLog, StoreError};
@@ -78,6 +79,8 @@ pub struct App {
     pub agents: Agents,
     pub runner: Runner,
     pub http: HttpState,
+    /// The WebSocket push.
+    pub push: Push,
     /// Read models that left their group (see `projection::group`), run alone.
     detached: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>>,
 }
@@ -117,6 +120,13 @@ impl App {
             runner.clone(),
             limits,
         );
+        let push = Push::new(
+            settings.push.clone(),
+            settings.http.allowed_origins.clone(),
+            log.clone(),
+            debates.clone(),
+            clock.clone(),
+        );
         let ops = Ops::new(
             log.clone(),
             bus.clone(),
@@ -135,6 +145,7 @@ impl App {
             agents,
             runner,
             http,
+            push,
             detached: Arc::default(),
         })
     }
@@ -155,6 +166,8 @@ impl App {
         });
         let read_models = projection::read_models(&self.log, detach);
         tasks.push(self.bus.spawn_consumer(&self.log, read_models, stop));
+        let push = self.push.start(stop).await?;
+        tasks.push(self.bus.spawn_consumer(&self.log, push, stop));
         let feed = self.runner.feed().await?;
         tasks.push(self.bus.spawn_consumer(&self.log, feed, stop));
         tasks.push(self.runner.spawn(stop));
@@ -180,6 +193,16 @@ impl App {
     /// fires; then stops taking debates, lets running ones finish (bounded)
     /// and waits for the rest.
     pub async fn run(self, api: TcpListener, stop: CancellationToken) -> Result<(), StartError> {
+        self.run_with_ws(api, None, stop).await
+    }
+
+    /// [`Self::run`], also serving the WebSocket push on `ws` (`--ws-port`).
+    pub async fn run_with_ws(
+        self,
+        api: TcpListener,
+        ws: Option<TcpListener>,
+        stop: CancellationToken,
+    ) -> Result<(), StartError> {
         let mut tasks = self.start_background(&stop).await?;
         let (log, key, interval, token) = (
             self.log.clone(),
@@ -199,6 +222,18 @@ impl App {
             exempt: self.settings.rate_limits.trusted_proxies.clone(),
             drain: self.settings.http.request_timeout,
         };
+        if let Some(ws) = ws {
+            let (router, options, stop) = (
+                http::ws::router(self.clone()),
+                options.clone(),
+                stop.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = http::serve::serve(ws, router, options, stop).await {
+                    tracing::error!(error = %e, "the WebSocket port stopped accepting");
+                }
+            }));
+        }
         let served = http::serve::serve(api, router, options, stop.clone()).await;
         stop.cancel();
         self.finish(tasks).await;
@@ -215,6 +250,7 @@ impl From<App> for ApiState {
             ops: app.ops,
             agents: app.agents,
             http: app.http,
+            push: app.push,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The module dependencies point one way (ARCHITECTURE.md "Invariants"):
 //! faces (`http`, `cli`) → services (`auth`, `debates`, `ops`, `runner`,
-//! `agents`, `mail`, `views`) → adapters (`store`, `bus`, `projection`,
+//! `agents`, `mail`, `views`, `push`) → adapters (`store`, `bus`, `projection`,
 //! `crypto`, `config`, `clock`) → the domain crates. Only the composition
 //! root (`app.rs`, `main.rs`) sees every layer. Checked on the sources'
 //! `use` paths: cheap, and it fails the build's tests the day a cycle
@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-const SERVICES: [&str; 7] = [
-    "auth", "debates", "ops", "runner", "agents", "mail", "views",
+const SERVICES: [&str; 8] = [
+    "auth", "debates", "ops", "runner", "agents", "mail", "views", "push",
 ];
 const ADAPTERS: [&str; 8] = [
     "store",

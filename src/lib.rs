@@ -27,6 +27,7 @@ pub mod http;
 pub mod mail;
 pub mod ops;
 pub mod projection;
+pub mod push;
 pub mod request;
 pub mod runner;
 pub mod store;

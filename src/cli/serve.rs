@@ -1,5 +1,5 @@
-//! `agon serve`: binds the API port, says where it listens, and runs the
-//! service until SIGTERM or Ctrl-C.
+//! `agon serve`: binds the API and WebSocket ports, says where it listens,
+//! and runs the service until SIGTERM or Ctrl-C.
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -24,9 +24,14 @@ pub async fn serve(app: App, host: &str, api_port: u16, ws_port: u16) -> Result<
         bus = app.bus.name(),
         "agon listening on {url}"
     );
+    let ws = TcpListener::bind((host, ws_port))
+        .await
+        .map_err(|e| format!("cannot listen on {host}:{ws_port} (--ws-port): {e}"))?;
     let stop = CancellationToken::new();
     tokio::spawn(stop_on_signal(stop.clone()));
-    app.run(listener, stop).await.map_err(|e| e.to_string())
+    app.run_with_ws(listener, Some(ws), stop)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn stop_on_signal(stop: CancellationToken) {

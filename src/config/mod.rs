@@ -6,6 +6,7 @@
 mod agents;
 mod auth;
 mod http;
+mod push;
 mod values;
 
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use std::time::Duration;
 pub use agents::{AgentSettings, ProviderSettings};
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
 pub use http::{ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings};
+pub use push::{ConnectionCaps, PushSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
 
@@ -57,6 +59,8 @@ pub struct Settings {
     pub rate_limits: RateLimitSettings,
     pub auth: AuthSettings,
     pub agents: AgentSettings,
+    /// `SERVICE_WS_*`: the WebSocket push.
+    pub push: PushSettings,
     /// `SERVICE_CONSUMER_RETRY_ATTEMPTS` (default 5),
     /// `SERVICE_CONSUMER_RETRY_BASE_MS` (100) and `SERVICE_CONSUMER_RETRY_MAX_MS`
     /// (30000): how consumers' transient failures are retried (exponential
@@ -154,6 +158,7 @@ impl Settings {
             rate_limits: RateLimitSettings::read(&vars)?,
             auth,
             agents: AgentSettings::read(&vars)?,
+            push: PushSettings::read(&vars)?,
             consumer_retry: crate::bus::RetryPolicy {
                 attempts: vars.within_u32("SERVICE_CONSUMER_RETRY_ATTEMPTS", 1, 100, 5)?,
                 first_delay: Duration::from_millis(vars.within(

@@ -267,7 +267,7 @@ impl Debates {
     /// [`Self::visible`] from a debate's creator and the organization
     /// recorded at creation (used only for creators without an account,
     /// such as callers identified by a trusted proxy's headers).
-    async fn visible_to(
+    pub async fn visible_to(
         &self,
         caller: &Caller,
         created_by: Option<&str>,

@@ -29,6 +29,7 @@ pub mod state;
 pub mod system;
 pub mod version;
 pub mod whole;
+pub mod ws;
 
 use std::sync::Arc;
 
@@ -64,6 +65,7 @@ pub fn routes() -> Routes {
         .merge(accounts::routes())
         .merge(debates::routes())
         .merge(agents::routes())
+        .merge(ws::routes())
 }
 
 /// The full API router.

@@ -111,6 +111,18 @@ impl EventLog {
         Ok(row.map_or(Cursor::START, |(txid, position)| Cursor { txid, position }))
     }
 
+    /// The feed cursor of the event at log `position` (a resume point a
+    /// client holds), `None` when no event has it.
+    pub async fn cursor_at(&self, position: i64) -> Result<Option<Cursor>, StoreError> {
+        let row: Option<(i64, i64)> = with_pool!(self.db().reader(), pool => {
+            sqlx::query_as("SELECT txid, position FROM events WHERE position = $1")
+                .bind(position)
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(row.map(|(txid, position)| Cursor { txid, position }))
+    }
+
     /// The last cursor `consumer` finished, or the start.
     pub async fn load_checkpoint(&self, consumer: &str) -> Result<Cursor, StoreError> {
         let row: Option<(i64, i64)> = with_pool!(self.db().reader(), pool => {

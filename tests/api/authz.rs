@@ -147,6 +147,11 @@ async fn only_the_spec_public_routes_are_open() {
         "/api/docs/{file}",
         "/api/redoc",
         "/api/redoc/redoc.standalone.js",
+        // §4.3: WebSocket health is public.
+        "/api/health/ws",
+        // The upgrade authenticates itself: the credential may ride in the
+        // query (`token`, `ticket`) or the subprotocol header (tests/api/ws.rs).
+        "/ws",
     ];
     for canonical in &open {
         assert!(allowed.contains(canonical), "{canonical} is public");

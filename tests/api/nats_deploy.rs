@@ -18,8 +18,8 @@ use crate::support::{
     write_concurrently,
 };
 
-/// Every consumer a service runs: the read models (one group) and the debate runner.
-const CONSUMERS: usize = 2;
+/// Every consumer a service runs: the read models (one group), the WebSocket push and the debate runner.
+const CONSUMERS: usize = 3;
 
 /// Polls `path` until `done` holds for its body (30 s at most).
 async fn until(base: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {

@@ -6,6 +6,7 @@
 mod accounts;
 mod debates;
 mod golden;
+mod ws;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -109,7 +110,7 @@ impl Sample {
 /// What a walk of samples against one schema file saw: the values met at each
 /// `enum` and the `oneOf` branches taken, by schema location.
 #[derive(Default)]
-struct Seen {
+pub(crate) struct Seen {
     enums: BTreeMap<String, BTreeSet<String>>,
     branches: BTreeSet<String>,
 }
@@ -147,7 +148,7 @@ const KEYWORDS: [&str; 16] = [
 /// Checks `value` (at `field`, a dotted path for messages) against the subset
 /// of JSON Schema 2020-12 that the event schemas use, recording into `seen`
 /// under the schema location `at`.
-fn conforms(
+pub(crate) fn conforms(
     value: &Value,
     schema: &Value,
     field: &str,

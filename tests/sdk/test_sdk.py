@@ -8,6 +8,7 @@ Run by `ops/test.sh` from a virtual environment holding the SDK:
 (default `target/debug/agon`).
 """
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -18,7 +19,7 @@ import urllib.request
 import uuid
 from urllib.parse import urlsplit, urlunsplit
 
-from aragora_sdk import AragoraClient
+from aragora_sdk import AragoraAsyncClient, AragoraClient
 from aragora_sdk.exceptions import (
     AragoraError,
     AuthenticationError,
@@ -47,6 +48,9 @@ ROOMY = {
         "SERVICE_IP_RATE_LIMIT",
     )
 }
+# A user's stream and its `debates.stream()` may overlap while one closes.
+ROOMY["SERVICE_WS_MAX_CONNECTIONS_FREE"] = "5"
+
 
 
 def free_port():
@@ -170,6 +174,36 @@ class SdkAgainstAgon:
         with self.assertRaises(AuthenticationError):
             self.service.client(secrets[0]).auth.get_current_user()
         self.assertIn("id", self.service.client(secrets[1]).auth.get_current_user())
+
+    def test_the_stream_follows_a_debate_to_debate_end(self):
+        _, tokens = signed_up(self.service, f"ws-{uuid.uuid4().hex[:8]}@example.com")
+
+        async def follow():
+            async with AragoraAsyncClient(
+                base_url=self.service.base, api_key=tokens["access_token"]
+            ) as client:
+                ws = client.stream
+                await ws.connect()
+                created = await client.debates.create(task="Tabs or spaces?", agents=DEMO, rounds=1)
+                debate_id = created["debate_id"]
+                ws.subscribe(debate_id)
+                seen = []
+                async for event in ws.events():
+                    seen.append(event)
+                    if event.type in ("debate_end", "error"):
+                        break
+                await ws.close()
+                again = [event async for event in client.debates.stream(debate_id)]
+                return debate_id, seen, again
+
+        debate_id, seen, again = asyncio.run(follow())
+        self.assertEqual(seen[-1].type, "debate_end", [e.type for e in seen])
+        self.assertEqual(seen[-1].debate_id, debate_id)
+        self.assertEqual(seen[-1].data["status"], "completed")
+        self.assertEqual(seen[-1].typed_data.debate_id, debate_id)
+        # Subscribed after it ended: its outcome and debate_end at once.
+        self.assertEqual([e.type for e in again], ["consensus", "debate_end"])
+        self.assertIs(again[0].data["reached"], again[-1].typed_data.consensus_reached)
 
     def test_a_debate_from_create_to_consensus(self):
         client, _ = signed_up(self.service, f"deb-{uuid.uuid4().hex[:8]}@example.com")

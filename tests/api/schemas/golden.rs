@@ -16,6 +16,9 @@ use serde_json::Value;
 
 use super::{Seen, conforms};
 
+/// Folders of outgoing payloads rather than stored events.
+const OUTGOING: [&str; 1] = ["ws/"];
+
 fn root() -> String {
     format!("{}/event-schemas", env!("CARGO_MANIFEST_DIR"))
 }
@@ -63,7 +66,12 @@ fn decode(stored: Stored<'_>, payload: Value) -> Result<(String, String), Decode
 
 #[test]
 fn every_sample_decodes_with_todays_code_and_meets_its_schema() {
-    let samples = files(".sample.json");
+    // Payloads that leave the service (WebSocket frames) are not stored
+    // events: `schemas/ws.rs` checks them against what the code sends.
+    let samples: BTreeSet<String> = files(".sample.json")
+        .into_iter()
+        .filter(|path| !OUTGOING.iter().any(|dir| path.starts_with(dir)))
+        .collect();
     assert!(!samples.is_empty());
     // The newest published version of each event type.
     let mut newest: BTreeMap<(String, String), u32> = BTreeMap::new();
@@ -109,7 +117,9 @@ fn every_sample_decodes_with_todays_code_and_meets_its_schema() {
     }
     // Every published event schema has its sample.
     for schema in files(".json") {
-        let event_schema = schema.contains('/') && !schema.ends_with(".sample.json");
+        let event_schema = schema.contains('/')
+            && !schema.ends_with(".sample.json")
+            && !OUTGOING.iter().any(|dir| schema.starts_with(dir));
         if event_schema {
             let sample = schema.replace(".json", ".sample.json");
             assert!(samples.contains(&sample), "{schema} has no sample {sample}");

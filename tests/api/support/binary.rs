@@ -12,6 +12,7 @@ use super::{free_port, wait_for_port};
 /// environment given here.
 pub struct Serve {
     port: u16,
+    ws_port: u16,
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     stdout: Option<Stdio>,
@@ -21,11 +22,13 @@ pub struct Serve {
 impl Serve {
     pub fn on_free_ports() -> Self {
         let port = free_port();
+        let ws_port = free_port();
         Self {
             port,
+            ws_port,
             args: ["serve", "--api-port", &port.to_string()]
                 .into_iter()
-                .chain(["--ws-port", &free_port().to_string()])
+                .chain(["--ws-port", &ws_port.to_string()])
                 .map(OsString::from)
                 .collect(),
             envs: Vec::new(),
@@ -89,6 +92,7 @@ impl Serve {
         wait_for_port(self.port).await;
         Served {
             port: self.port,
+            ws_port: self.ws_port,
             base: format!("http://127.0.0.1:{}", self.port),
             child,
         }
@@ -98,6 +102,8 @@ impl Serve {
 /// A running `agon serve`.
 pub struct Served {
     pub port: u16,
+    /// `--ws-port`.
+    pub ws_port: u16,
     /// `http://127.0.0.1:<port>`.
     pub base: String,
     pub child: tokio::process::Child,

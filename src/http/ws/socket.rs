@@ -1,0 +1,203 @@
+//! One upgraded socket: a writer task drains the client's bounded outbox
+//! and pings on the heartbeat, while the socket's own task reads client
+//! messages and live batches into its [`Session`].
+//!
+//! Close codes: 1000 normal, 1001 the service stops, 1008 a bad `since`,
+//! 1011 an internal error, 4008 slow consumer (its send buffer filled),
+//! 4009 missed heartbeat (no pong since the previous ping).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Caller;
+use crate::push::frames::control;
+use crate::push::{Outbox, Push, PushError, Session, Slot, Start};
+
+pub const NORMAL: u16 = 1000;
+pub const GOING_AWAY: u16 = 1001;
+pub const POLICY: u16 = 1008;
+pub const INTERNAL: u16 = 1011;
+pub const SLOW_CONSUMER: u16 = 4008;
+pub const MISSED_HEARTBEAT: u16 = 4009;
+
+/// How long a close frame may take to go out before the socket is dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// What the writer and the reader share.
+struct Shared {
+    /// A pong came since the last ping.
+    alive: AtomicBool,
+    /// The close code to send (0: none chosen yet).
+    code: AtomicU16,
+    /// Ends the writer (after which it sends the close frame).
+    stop: CancellationToken,
+}
+
+impl Shared {
+    fn close(&self, code: u16) {
+        let _ = self
+            .code
+            .compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
+        self.stop.cancel();
+    }
+}
+
+/// Serves one socket until either side ends it.
+pub async fn serve(socket: WebSocket, push: Push, caller: Caller, start: Start, slot: Slot) {
+    let _slot = slot;
+    let (sink, mut stream) = socket.split();
+    let (out, queue) = Outbox::new(push.settings().send_buffer);
+    let shared = Arc::new(Shared {
+        alive: AtomicBool::new(true),
+        code: AtomicU16::new(0),
+        stop: CancellationToken::new(),
+    });
+    let writer = tokio::spawn(write(sink, queue, push.clone(), shared.clone()));
+    match Session::open(&push, caller, start, &out).await {
+        Ok(mut session) => {
+            let code = read(&mut stream, &mut session, &push, &out, &shared).await;
+            shared.close(code);
+        }
+        Err(error) => {
+            let code = refusal(&push, &error, &out);
+            // Let the error frame go out before the close.
+            drop(out);
+            shared.code.store(code, Ordering::Release);
+        }
+    }
+    let _ = writer.await;
+}
+
+/// The close code for a session that could not open (after an error frame).
+fn refusal(push: &Push, error: &PushError, out: &Outbox) -> u16 {
+    let code = match error {
+        PushError::UnknownPosition(_) => POLICY,
+        PushError::Slow => return slow(push),
+        PushError::Gone => return NORMAL,
+        _ => {
+            tracing::warn!(error = %crate::errors::chain(error), "cannot open a WebSocket session");
+            INTERNAL
+        }
+    };
+    let kind = if code == POLICY {
+        "bad_since"
+    } else {
+        "internal"
+    };
+    let frame = control(
+        "error",
+        json!({"code": kind, "error": error.to_string()}),
+        None,
+        chrono::Utc::now(),
+    );
+    let _ = out.send(frame.into());
+    code
+}
+
+fn slow(push: &Push) -> u16 {
+    push.dropped_slow();
+    SLOW_CONSUMER
+}
+
+/// Reads client messages and live batches until the session ends; returns
+/// the close code.
+async fn read(
+    stream: &mut SplitStream<WebSocket>,
+    session: &mut Session,
+    push: &Push,
+    out: &Outbox,
+    shared: &Shared,
+) -> u16 {
+    loop {
+        let handled = tokio::select! {
+            () = push.closing().cancelled() => return GOING_AWAY,
+            () = shared.stop.cancelled() => return NORMAL,
+            message = stream.next() => match message {
+                Some(Ok(Message::Text(text))) => session.message(text.as_str(), out).await,
+                Some(Ok(Message::Pong(_))) => {
+                    shared.alive.store(true, Ordering::Release);
+                    Ok(())
+                }
+                Some(Ok(Message::Binary(_))) => session.message("", out).await,
+                Some(Ok(Message::Ping(_))) => Ok(()),
+                Some(Ok(Message::Close(_)) | Err(_)) | None => return NORMAL,
+            },
+            received = session.recv() => session.live(received, out).await,
+        };
+        match handled {
+            Ok(()) => {}
+            Err(PushError::Slow) => return slow(push),
+            Err(PushError::Gone) => return NORMAL,
+            Err(error) => {
+                tracing::warn!(error = %crate::errors::chain(&error), "WebSocket session failed");
+                return INTERNAL;
+            }
+        }
+    }
+}
+
+/// Writes queued frames and heartbeat pings until stopped or the queue
+/// ends, then the close frame.
+async fn write(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut queue: mpsc::Receiver<Arc<str>>,
+    push: Push,
+    shared: Arc<Shared>,
+) {
+    let heartbeat = push.settings().heartbeat;
+    let frames = async {
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+        loop {
+            tokio::select! {
+                frame = queue.recv() => {
+                    let Some(frame) = frame else { return };
+                    if sink.send(Message::Text(Utf8Bytes::from(&*frame))).await.is_err() {
+                        return;
+                    }
+                    push.sent();
+                }
+                _ = ticks.tick() => {
+                    if !shared.alive.swap(false, Ordering::AcqRel) {
+                        shared.close(MISSED_HEARTBEAT);
+                        return;
+                    }
+                    if sink.send(Message::Ping(Default::default())).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    // A stop cuts a write in progress short: a client that does not read
+    // cannot hold the writer.
+    tokio::select! {
+        () = frames => {}
+        () = shared.stop.cancelled() => {}
+    }
+    let code = match shared.code.load(Ordering::Acquire) {
+        0 => NORMAL,
+        code => code,
+    };
+    let reason = match code {
+        SLOW_CONSUMER => "slow consumer",
+        MISSED_HEARTBEAT => "missed heartbeat",
+        GOING_AWAY => "service stopping",
+        POLICY => "bad request",
+        INTERNAL => "internal error",
+        _ => "",
+    };
+    let close = Message::Close(Some(CloseFrame {
+        code,
+        reason: Utf8Bytes::from_static(reason),
+    }));
+    let _ = tokio::time::timeout(CLOSE_GRACE, sink.send(close)).await;
+}

@@ -1,0 +1,246 @@
+//! The WebSocket push: live debate events for connected clients, read out of
+//! the log (spec §6.1).
+//!
+//! [`hub`] follows the bus and broadcasts each batch's frames once;
+//! [`session`] is one socket's subscriptions, catch-up from the log and
+//! filtering; [`frames`] the public messages. The HTTP face owns the sockets
+//! (`http/ws.rs`): this module never sees axum. Guarantees: a client that
+//! reconnects with `since=<position>` gets every frame after it, once, in
+//! feed order; a slow client is closed, never waited for.
+
+pub mod frames;
+pub mod hub;
+pub mod session;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+
+use self::hub::{Hub, HubConsumer};
+pub use self::session::{Outbox, Session, Start};
+use crate::auth::Caller;
+use crate::bus::{Consumer, ConsumerError};
+use crate::clock::Clock;
+use crate::config::PushSettings;
+use crate::debates::Debates;
+use crate::store::{EventLog, StoreError};
+
+/// The gauge of open sockets (spec §4.3).
+pub const CONNECTIONS_GAUGE: &str = "service_websocket_connections";
+
+#[derive(Debug, Error)]
+pub enum PushError {
+    #[error("at most {cap} WebSocket connections per user in this tier")]
+    TooManyConnections { cap: u32 },
+    #[error("no event has position {0}")]
+    UnknownPosition(i64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot read events for a client")]
+    Replay(#[source] Box<ConsumerError>),
+    /// The client's send buffer is full: it is closed as a slow consumer.
+    #[error("slow consumer")]
+    Slow,
+    /// The socket or the service is gone.
+    #[error("connection closed")]
+    Gone,
+}
+
+impl From<ConsumerError> for PushError {
+    fn from(error: ConsumerError) -> Self {
+        match error {
+            ConsumerError::Store(error) => PushError::Store(error),
+            other => PushError::Replay(Box::new(other)),
+        }
+    }
+}
+
+/// Counters for `GET /api/ws/stats`.
+#[derive(Debug, Default)]
+struct Counters {
+    connections: AtomicI64,
+    subscriptions: AtomicI64,
+    sent: AtomicU64,
+    dropped_slow: AtomicU64,
+}
+
+/// What `GET /api/ws/stats` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    pub connections: i64,
+    pub subscriptions: i64,
+    pub messages_sent: u64,
+    pub dropped_slow_clients: u64,
+}
+
+/// The push service; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Push(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    settings: PushSettings,
+    allowed_origins: Vec<String>,
+    log: EventLog,
+    debates: Debates,
+    clock: Clock,
+    hub: Arc<Hub>,
+    users: Mutex<HashMap<String, u32>>,
+    tickets: Mutex<HashMap<String, (Caller, Instant)>>,
+    counters: Counters,
+    closing: CancellationToken,
+}
+
+impl Push {
+    pub fn new(
+        settings: PushSettings,
+        allowed_origins: Vec<String>,
+        log: EventLog,
+        debates: Debates,
+        clock: Clock,
+    ) -> Self {
+        Self(Arc::new(Inner {
+            hub: Arc::new(Hub::new(log.clone())),
+            settings,
+            allowed_origins,
+            log,
+            debates,
+            clock,
+            users: Mutex::default(),
+            tickets: Mutex::default(),
+            counters: Counters::default(),
+            closing: CancellationToken::new(),
+        }))
+    }
+
+    pub fn settings(&self) -> &PushSettings {
+        &self.0.settings
+    }
+
+    /// `SERVICE_ALLOWED_ORIGINS`: browser origins that may open a socket.
+    pub fn allowed_origins(&self) -> &[String] {
+        &self.0.allowed_origins
+    }
+
+    /// The hub's consumer, placed at the feed head; sockets close when
+    /// `stop` fires.
+    pub async fn start(&self, stop: &CancellationToken) -> Result<Arc<dyn Consumer>, StoreError> {
+        self.0.hub.place(self.0.log.feed_head().await?);
+        self.0.hub.set_running(true);
+        let (push, stop) = (self.clone(), stop.clone());
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            push.0.hub.set_running(false);
+            push.0.closing.cancel();
+        });
+        Ok(Arc::new(HubConsumer(self.0.hub.clone())))
+    }
+
+    /// Fires when the service stops: every socket closes (1001).
+    pub fn closing(&self) -> &CancellationToken {
+        &self.0.closing
+    }
+
+    /// Whether live events reach sockets: the hub follows the bus.
+    pub fn available(&self) -> bool {
+        self.0.hub.running() && !self.0.closing.is_cancelled()
+    }
+
+    /// Takes one of `user`'s `cap` sockets; the slot frees it when dropped.
+    pub fn admit(&self, user: &str, cap: u32) -> Result<Slot, PushError> {
+        {
+            let mut users = self.0.users.lock().unwrap_or_else(PoisonError::into_inner);
+            let open = users.entry(user.to_owned()).or_insert(0);
+            if *open >= cap {
+                return Err(PushError::TooManyConnections { cap });
+            }
+            *open += 1;
+        }
+        self.0.counters.connections.fetch_add(1, Ordering::AcqRel);
+        metrics::gauge!(CONNECTIONS_GAUGE).increment(1.0);
+        Ok(Slot {
+            push: self.clone(),
+            user: user.to_owned(),
+        })
+    }
+
+    /// A single-use ticket standing for `caller` for the ticket lifetime:
+    /// a browser opens its socket with `?ticket=` instead of a credential.
+    pub fn issue_ticket(&self, caller: Caller) -> (String, Duration) {
+        let ttl = self.0.settings.ticket_ttl;
+        let ticket = crate::crypto::secrets::random_token(32);
+        let now = Instant::now();
+        let mut tickets = self
+            .0
+            .tickets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        tickets.retain(|_, (_, expires)| *expires > now);
+        tickets.insert(ticket.clone(), (caller, now + ttl));
+        (ticket, ttl)
+    }
+
+    /// The caller a ticket stands for, once, before it expires.
+    pub fn redeem(&self, ticket: &str) -> Option<Caller> {
+        let mut tickets = self
+            .0
+            .tickets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (caller, expires) = tickets.remove(ticket)?;
+        (expires > Instant::now()).then_some(caller)
+    }
+
+    pub fn stats(&self) -> Stats {
+        let c = &self.0.counters;
+        Stats {
+            connections: c.connections.load(Ordering::Acquire),
+            subscriptions: c.subscriptions.load(Ordering::Acquire),
+            messages_sent: c.sent.load(Ordering::Acquire),
+            dropped_slow_clients: c.dropped_slow.load(Ordering::Acquire),
+        }
+    }
+
+    /// Counts a frame written to a socket.
+    pub fn sent(&self) {
+        self.0.counters.sent.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Counts a client closed as a slow consumer.
+    pub fn dropped_slow(&self) {
+        self.0.counters.dropped_slow.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn subscriptions(&self, change: i64) {
+        self.0
+            .counters
+            .subscriptions
+            .fetch_add(change, Ordering::AcqRel);
+    }
+}
+
+/// One open socket of a user; dropping it frees the slot.
+#[derive(Debug)]
+pub struct Slot {
+    push: Push,
+    user: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let inner = &self.push.0;
+        let mut users = inner.users.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = users.get_mut(&self.user) {
+            *open = open.saturating_sub(1);
+            if *open == 0 {
+                users.remove(&self.user);
+            }
+        }
+        inner.counters.connections.fetch_sub(1, Ordering::AcqRel);
+        metrics::gauge!(CONNECTIONS_GAUGE).decrement(1.0);
+    }
+}
