@@ -22,6 +22,7 @@ use crate::ops::Ops;
 use crate::runner::Runner;
 use crate::store::sealer::{self, seal_backlog};
 use crate::store::{Db, EventLog, StoreError};
+use crate::webhooks::{Webhooks, WebhooksError};
 use crate::{http, projection};
 
 #[derive(Debug, Error)]
@@ -36,6 +37,8 @@ pub enum StartError {
     Redis(#[from] RedisError),
     #[error("cannot set up accounts: {0}")]
     Auth(#[from] AuthSetupError),
+    #[error("cannot set up webhooks: {0}")]
+    Webhooks(#[from] WebhooksError),
     #[error("cannot listen: {0}")]
     Listen(#[from] std::io::Error),
 }
@@ -78,6 +81,7 @@ pub struct App {
     pub agents: Agents,
     pub runner: Runner,
     pub http: HttpState,
+    pub webhooks: Webhooks,
 }
 
 impl App {
@@ -102,6 +106,12 @@ impl App {
         http::metrics::handle();
         let clock = Clock::default();
         let auth = Auth::new(&settings, log.clone(), clock.clone())?;
+        let webhooks = Webhooks::new(
+            log.clone(),
+            clock.clone(),
+            auth.field_cipher(),
+            &settings.webhooks,
+        )?;
         let agents = Agents::new(&settings.agents);
         let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings);
         let limits = TextLimits {
@@ -133,6 +143,7 @@ impl App {
             agents,
             runner,
             http,
+            webhooks,
         })
     }
 
@@ -150,6 +161,9 @@ impl App {
         let feed = self.runner.feed().await?;
         tasks.push(self.bus.spawn_consumer(&self.log, feed, stop));
         tasks.push(self.runner.spawn(stop));
+        let dispatcher = self.webhooks.dispatcher();
+        tasks.push(self.bus.spawn_consumer(&self.log, dispatcher, stop));
+        tasks.push(self.webhooks.spawn_worker(stop));
         Ok(tasks)
     }
 
@@ -206,6 +220,7 @@ impl From<App> for ApiState {
             ops: app.ops,
             agents: app.agents,
             http: app.http,
+            webhooks: app.webhooks,
         }
     }
 }

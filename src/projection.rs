@@ -24,7 +24,7 @@ pub mod reads;
 pub mod registry;
 mod tables;
 pub use documents::{DocumentRunner, Documents, ListFilter};
-pub(crate) use documents::{count_sql, page_sql};
+pub(crate) use documents::{count_sql, page_sql, wait_until};
 pub use registry::{REGISTRY, reset_changed};
 pub use tables::TableRunner;
 

@@ -7,6 +7,7 @@ mod agents;
 mod auth;
 mod http;
 mod values;
+mod webhooks;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,6 +17,7 @@ pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
 pub use http::{ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
+pub use webhooks::WebhookSettings;
 
 /// Everything the service reads from its environment.
 #[derive(Debug, Clone)]
@@ -62,6 +64,8 @@ pub struct Settings {
     /// (30000): how consumers' transient failures are retried (exponential
     /// back-off) before their event is dead-lettered.
     pub consumer_retry: crate::bus::RetryPolicy,
+    /// `SERVICE_WEBHOOK_*`: outgoing webhook deliveries.
+    pub webhooks: WebhookSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -169,6 +173,7 @@ impl Settings {
                     30_000,
                 )?),
             },
+            webhooks: WebhookSettings::read(&vars)?,
             warnings,
         };
         settings.check_deployment()?;

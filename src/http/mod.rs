@@ -28,6 +28,7 @@ pub mod shared;
 pub mod state;
 pub mod system;
 pub mod version;
+pub mod webhooks;
 pub mod whole;
 
 use std::sync::Arc;
@@ -64,6 +65,7 @@ pub fn routes() -> Routes {
         .merge(accounts::routes())
         .merge(debates::routes())
         .merge(agents::routes())
+        .merge(webhooks::routes())
 }
 
 /// The full API router.

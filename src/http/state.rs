@@ -16,6 +16,7 @@ use crate::http::debates::rendered::RenderedDetails;
 use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
 use crate::ops::Ops;
+use crate::webhooks::Webhooks;
 
 /// The HTTP layer's own state; cheap to clone.
 #[derive(Debug, Clone)]
@@ -48,6 +49,7 @@ pub struct ApiState {
     pub ops: Ops,
     pub agents: Agents,
     pub http: HttpState,
+    pub webhooks: Webhooks,
 }
 
 macro_rules! substate {
@@ -61,3 +63,4 @@ macro_rules! substate {
 }
 
 substate!(auth: Auth, debates: Debates, ops: Ops, agents: Agents, http: HttpState);
+substate!(webhooks: Webhooks);

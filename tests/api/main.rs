@@ -35,3 +35,4 @@ mod store;
 mod tables;
 mod tamper;
 mod verify;
+mod webhooks;

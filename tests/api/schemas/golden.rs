@@ -10,6 +10,7 @@ use agon_aggregates::account::AccountEvent;
 use agon_aggregates::debate::DebateEvent;
 use agon_aggregates::email_claim::EmailClaimEvent;
 use agon_aggregates::organization::OrganizationEvent;
+use agon_aggregates::webhook::WebhookEvent;
 use agon_aggregates::wire::{self, DecodeError, STANDARD, Stored};
 use cqrs_es::DomainEvent;
 use serde_json::Value;
@@ -57,8 +58,17 @@ fn decode(stored: Stored<'_>, payload: Value) -> Result<(String, String), Decode
         "debate" => wire::decode::<DebateEvent>(stored, payload).map(named),
         "organization" => wire::decode::<OrganizationEvent>(stored, payload).map(named),
         "email" => wire::decode::<EmailClaimEvent>(stored, payload).map(named),
+        "webhook" => wire::decode::<WebhookEvent>(stored, payload).map(named),
         other => panic!("no event enum for aggregate type {other}"),
     }
+}
+
+/// Folders of payloads that leave the service (webhook bodies, WebSocket
+/// frames): versioned DTOs, not stored events; their own tests check them.
+const PUBLIC_PAYLOADS: [&str; 2] = ["webhooks/", "ws/"];
+
+fn is_public_payload(path: &str) -> bool {
+    PUBLIC_PAYLOADS.iter().any(|dir| path.starts_with(dir))
 }
 
 #[test]
@@ -67,7 +77,7 @@ fn every_sample_decodes_with_todays_code_and_meets_its_schema() {
     assert!(!samples.is_empty());
     // The newest published version of each event type.
     let mut newest: BTreeMap<(String, String), u32> = BTreeMap::new();
-    for path in &samples {
+    for path in samples.iter().filter(|p| !is_public_payload(p)) {
         let (aggregate_type, event_type, event_version) = sample_name(path);
         let text = std::fs::read_to_string(format!("{}/{path}", root())).unwrap();
         let payload: Value = serde_json::from_str(&text).unwrap();
