@@ -26,13 +26,16 @@ use agon_aggregates::webhook::WEBHOOK_EVENTS;
 
 pub fn routes() -> Routes {
     Routes::new()
-        .add(routes!(create, list), RouteSpec::new())
-        .add(routes!(event_names), RouteSpec::new())
-        .add(routes!(read, update, delete), RouteSpec::new())
-        .add(routes!(rotate_secret), RouteSpec::new())
-        .add(routes!(test), RouteSpec::new())
-        .add(routes!(deliveries), RouteSpec::new())
-        .add(routes!(redeliver), RouteSpec::new())
+        .add(routes!(create_webhook, list_webhooks), RouteSpec::new())
+        .add(routes!(webhook_event_names), RouteSpec::new())
+        .add(
+            routes!(read_webhook, update_webhook, delete_webhook),
+            RouteSpec::new(),
+        )
+        .add(routes!(rotate_webhook_secret), RouteSpec::new())
+        .add(routes!(test_webhook), RouteSpec::new())
+        .add(routes!(list_webhook_deliveries), RouteSpec::new())
+        .add(routes!(redeliver_webhook), RouteSpec::new())
 }
 
 /// An account holder who may configure webhooks: under v2 only with an
@@ -154,7 +157,7 @@ pub struct CreateWebhook {
 /// Registers a subscription; the response carries its secret, once.
 #[utoipa::path(post, path = "/api/webhooks", tag = "webhooks", request_body = CreateWebhook,
     responses((status = 201, body = WebhookWithSecret), (status = 422, description = "Bad url, events or secret")))]
-async fn create(
+async fn create_webhook(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiJson(body): ApiJson<CreateWebhook>,
@@ -192,7 +195,7 @@ pub struct WebhookList {
 /// The caller's subscriptions, oldest first.
 #[utoipa::path(get, path = "/api/webhooks", tag = "webhooks", params(ListQuery),
     responses((status = 200, body = WebhookList)))]
-async fn list(
+async fn list_webhooks(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiQuery(query): ApiQuery<ListQuery>,
@@ -223,7 +226,7 @@ pub struct EventNames {
 /// The event names a subscription may ask for.
 #[utoipa::path(get, path = "/api/webhooks/events", tag = "webhooks",
     responses((status = 200, body = EventNames)))]
-async fn event_names(_configurer: Configurer) -> Json<EventNames> {
+async fn webhook_event_names(_configurer: Configurer) -> Json<EventNames> {
     Json(EventNames {
         events: WEBHOOK_EVENTS.iter().map(|e| (*e).to_owned()).collect(),
     })
@@ -231,7 +234,7 @@ async fn event_names(_configurer: Configurer) -> Json<EventNames> {
 
 #[utoipa::path(get, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path)),
     responses((status = 200, body = WebhookView), (status = 404, description = "No such webhook of the caller's")))]
-async fn read(
+async fn read_webhook(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiPath(id): ApiPath<String>,
@@ -252,7 +255,7 @@ pub struct UpdateWebhook {
 #[utoipa::path(patch, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path)),
     request_body = UpdateWebhook,
     responses((status = 200, body = WebhookView), (status = 404, description = "No such webhook of the caller's")))]
-async fn update(
+async fn update_webhook(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiPath(id): ApiPath<String>,
@@ -278,7 +281,7 @@ pub struct Deleted {
 /// Deletes the subscription; its deliveries are forgotten.
 #[utoipa::path(delete, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path)),
     responses((status = 200, body = Deleted), (status = 404, description = "No such webhook of the caller's")))]
-async fn delete(
+async fn delete_webhook(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiPath(id): ApiPath<String>,
@@ -291,7 +294,7 @@ async fn delete(
 #[utoipa::path(post, path = "/api/webhooks/{id}/rotate-secret", tag = "webhooks",
     params(("id" = String, Path)),
     responses((status = 200, body = WebhookWithSecret), (status = 404, description = "No such webhook of the caller's")))]
-async fn rotate_secret(
+async fn rotate_webhook_secret(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiPath(id): ApiPath<String>,
@@ -348,7 +351,7 @@ impl From<DeliveryRow> for DeliveryView {
 /// Sends a signed `webhook.ping` now; answers how it went.
 #[utoipa::path(post, path = "/api/webhooks/{id}/test", tag = "webhooks", params(("id" = String, Path)),
     responses((status = 200, body = DeliveryView), (status = 404, description = "No such webhook of the caller's")))]
-async fn test(
+async fn test_webhook(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiPath(id): ApiPath<String>,
@@ -376,7 +379,7 @@ pub struct DeliveryList {
 #[utoipa::path(get, path = "/api/webhooks/{id}/deliveries", tag = "webhooks",
     params(("id" = String, Path), PageQuery),
     responses((status = 200, body = DeliveryList), (status = 404, description = "No such webhook of the caller's")))]
-async fn deliveries(
+async fn list_webhook_deliveries(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiPath(id): ApiPath<String>,
@@ -399,7 +402,7 @@ async fn deliveries(
 #[utoipa::path(post, path = "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks",
     params(("id" = String, Path), ("delivery_id" = String, Path)),
     responses((status = 202, body = DeliveryView), (status = 404, description = "No such webhook or delivery")))]
-async fn redeliver(
+async fn redeliver_webhook(
     State(webhooks): State<Webhooks>,
     Configurer(caller): Configurer,
     ApiPath((id, delivery_id)): ApiPath<(String, String)>,
