@@ -18,8 +18,9 @@ use crate::support::{
     write_concurrently,
 };
 
-/// Every consumer a service runs: the projections and the debate runner.
-const CONSUMERS: usize = agon::projection::REGISTRY.len() + 1;
+/// Every consumer a service runs: the projections, the debate runner and
+/// the webhook delivery consumer.
+const CONSUMERS: usize = agon::projection::REGISTRY.len() + 2;
 
 /// Polls `path` until `done` holds for its body (30 s at most).
 async fn until(base: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
