@@ -23,6 +23,7 @@ use crate::push::Push;
 use crate::runner::Runner;
 use crate::store::sealer::{self, seal_backlog};
 use crate::store::{Db, EventLog, StoreError};
+use crate::webhooks::{Webhooks, WebhooksError};
 use crate::{http, projection};
 
 #[derive(Debug, Error)]
@@ -37,6 +38,8 @@ pub enum StartError {
     Redis(#[from] RedisError),
     #[error("cannot set up accounts: {0}")]
     Auth(#[from] AuthSetupError),
+    #[error("cannot set up webhooks: {0}")]
+    Webhooks(#[from] WebhooksError),
     #[error("cannot listen: {0}")]
     Listen(#[from] std::io::Error),
 }
@@ -83,6 +86,7 @@ pub struct App {
     pub push: Push,
     /// Read models that left their group (see `projection::group`), run alone.
     detached: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>>,
+    pub webhooks: Webhooks,
 }
 
 impl App {
@@ -107,6 +111,12 @@ impl App {
         http::metrics::handle();
         let clock = Clock::default();
         let auth = Auth::new(&settings, log.clone(), clock.clone())?;
+        let webhooks = Webhooks::new(
+            log.clone(),
+            clock.clone(),
+            auth.field_cipher(),
+            &settings.webhooks,
+        )?;
         let agents = Agents::new(&settings.agents);
         let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings);
         let limits = TextLimits {
@@ -147,6 +157,7 @@ impl App {
             http,
             push,
             detached: Arc::default(),
+            webhooks,
         })
     }
 
@@ -171,6 +182,9 @@ impl App {
         let feed = self.runner.feed().await?;
         tasks.push(self.bus.spawn_consumer(&self.log, feed, stop));
         tasks.push(self.runner.spawn(stop));
+        let dispatcher = self.webhooks.dispatcher();
+        tasks.push(self.bus.spawn_consumer(&self.log, dispatcher, stop));
+        tasks.push(self.webhooks.spawn_worker(stop));
         Ok(tasks)
     }
 
@@ -251,6 +265,7 @@ impl From<App> for ApiState {
             agents: app.agents,
             http: app.http,
             push: app.push,
+            webhooks: app.webhooks,
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod request;
 pub mod runner;
 pub mod store;
 pub mod views;
+pub mod webhooks;
 
 #[cfg(test)]
 mod layering_tests;

@@ -27,7 +27,7 @@ pub mod reads;
 pub mod registry;
 mod tables;
 pub use documents::{DocumentRunner, Documents, ListFilter};
-pub(crate) use documents::{count_sql, page_sql};
+pub(crate) use documents::{count_sql, page_sql, wait_until};
 pub use group::{Detach, Member, READ_MODELS, ReadModels};
 pub use registry::{REGISTRY, reset_changed};
 pub use tables::TableRunner;

@@ -13,6 +13,7 @@ pub mod debates;
 pub mod leaderboard;
 pub mod record;
 pub mod tables;
+pub mod webhooks;
 
 pub use accounts::{Accounts, ApiKeys, Organizations, Sessions};
 pub use admin_stats::AdminStats;
@@ -21,6 +22,7 @@ pub use debates::Debates;
 pub use leaderboard::Leaderboard;
 pub use record::{Cursor, EventRecord};
 pub use tables::{Changes, TableProjection};
+pub use webhooks::WebhookSubscriptions;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

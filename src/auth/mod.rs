@@ -225,6 +225,11 @@ impl Auth {
         &self.inner.log
     }
 
+    /// The field cipher, for other services' secrets (webhook signing secrets).
+    pub fn field_cipher(&self) -> FieldCipher {
+        self.inner.cipher.clone()
+    }
+
     fn cipher(&self) -> &FieldCipher {
         &self.inner.cipher
     }

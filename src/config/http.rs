@@ -1,6 +1,5 @@
 //! The HTTP face's settings: CORS, body and time limits, rate limits.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use ipnet::IpNet;
@@ -200,21 +199,7 @@ impl RateLimitSettings {
         } else {
             "SERVICE_RATE_LIMIT"
         };
-        let mut trusted_proxies = Vec::new();
-        for item in vars.list("SERVICE_TRUSTED_PROXIES") {
-            let net = item
-                .parse::<IpNet>()
-                .or_else(|_| item.parse::<IpAddr>().map(IpNet::from))
-                .map_err(|_| {
-                    ConfigError::new(
-                        "SERVICE_TRUSTED_PROXIES",
-                        format!(
-                            "items must be addresses or networks like 10.0.0.0/8, not {item:?}"
-                        ),
-                    )
-                })?;
-            trusted_proxies.push(net);
-        }
+        let trusted_proxies = vars.networks("SERVICE_TRUSTED_PROXIES")?;
         Ok(Self {
             ip_per_minute: rate(vars, "SERVICE_IP_RATE_LIMIT", 120)?,
             default_per_minute: rate(vars, default_name, 60)?,

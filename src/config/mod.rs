@@ -8,6 +8,7 @@ mod auth;
 mod http;
 mod push;
 mod values;
+mod webhooks;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,6 +19,7 @@ pub use http::{ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, Ra
 pub use push::{ConnectionCaps, PushSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
+pub use webhooks::WebhookSettings;
 
 /// Everything the service reads from its environment.
 #[derive(Debug, Clone)]
@@ -66,6 +68,8 @@ pub struct Settings {
     /// (30000): how consumers' transient failures are retried (exponential
     /// back-off) before their event is dead-lettered.
     pub consumer_retry: crate::bus::RetryPolicy,
+    /// `SERVICE_WEBHOOK_*`: outgoing webhook deliveries.
+    pub webhooks: WebhookSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -174,6 +178,7 @@ impl Settings {
                     30_000,
                 )?),
             },
+            webhooks: WebhookSettings::read(&vars)?,
             warnings,
         };
         settings.check_deployment()?;

@@ -179,4 +179,23 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             })
             .unwrap_or_default()
     }
+
+    /// A comma-separated list of addresses or networks (`10.0.0.0/8`).
+    pub fn networks(&self, variable: &'static str) -> Result<Vec<ipnet::IpNet>, ConfigError> {
+        self.list(variable)
+            .into_iter()
+            .map(|item| {
+                item.parse::<ipnet::IpNet>()
+                    .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        ConfigError::new(
+                            variable,
+                            format!(
+                                "items must be addresses or networks like 10.0.0.0/8, not {item:?}"
+                            ),
+                        )
+                    })
+            })
+            .collect()
+    }
 }

@@ -28,6 +28,7 @@ pub mod shared;
 pub mod state;
 pub mod system;
 pub mod version;
+pub mod webhooks;
 pub mod whole;
 pub mod ws;
 
@@ -66,6 +67,7 @@ pub fn routes() -> Routes {
         .merge(debates::routes())
         .merge(agents::routes())
         .merge(ws::routes())
+        .merge(webhooks::routes())
 }
 
 /// The full API router.

@@ -17,6 +17,7 @@ use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
 use crate::ops::Ops;
 use crate::push::Push;
+use crate::webhooks::Webhooks;
 
 /// The HTTP layer's own state; cheap to clone.
 #[derive(Debug, Clone)]
@@ -50,6 +51,7 @@ pub struct ApiState {
     pub agents: Agents,
     pub http: HttpState,
     pub push: Push,
+    pub webhooks: Webhooks,
 }
 
 macro_rules! substate {
@@ -63,3 +65,4 @@ macro_rules! substate {
 }
 
 substate!(auth: Auth, debates: Debates, ops: Ops, agents: Agents, http: HttpState, push: Push);
+substate!(webhooks: Webhooks);

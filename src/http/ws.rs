@@ -142,11 +142,12 @@ async fn ws_upgrade(
         }),
     };
     let size = push.settings().max_message_size;
+    let listening = push.listen();
     Ok(upgrade
         .protocols([SUBPROTOCOL])
         .max_message_size(size)
         .max_frame_size(size)
-        .on_upgrade(move |ws| socket::serve(ws, push, caller, start, slot)))
+        .on_upgrade(move |ws| socket::serve(ws, push, caller, (start, listening), slot)))
 }
 
 /// The caller a ticket, a `token`, a `bearer.` subprotocol or the headers

@@ -339,7 +339,7 @@ impl Documents {
 /// Waits until `check` holds, looking again whenever a read model of this
 /// process moves; gives up after `limit` (`projection` and `key` name what
 /// was waited for in the warning).
-async fn wait_until<F, Fut>(
+pub(crate) async fn wait_until<F, Fut>(
     log: &EventLog,
     limit: Duration,
     projection: &str,

@@ -21,7 +21,7 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
 use self::hub::{Hub, HubConsumer};
-pub use self::session::{Outbox, Session, Start};
+pub use self::session::{Listening, Outbox, Session, Start};
 use crate::auth::Caller;
 use crate::bus::{Consumer, ConsumerError};
 use crate::clock::Clock;

@@ -92,16 +92,33 @@ pub struct Session {
     receiver: broadcast::Receiver<Arc<LiveBatch>>,
 }
 
+/// A place in the live stream, taken when the upgrade is accepted: a client
+/// that acts as soon as its handshake completes (creates a debate) must not
+/// find the debate's first events already gone by.
+pub struct Listening {
+    receiver: broadcast::Receiver<Arc<LiveBatch>>,
+    head: Cursor,
+}
+
+impl Push {
+    /// Starts listening to the live stream from where the hub stands.
+    pub fn listen(&self) -> Listening {
+        let (receiver, head) = self.0.hub.subscribe();
+        Listening { receiver, head }
+    }
+}
+
 impl Session {
-    /// Opens a session for `caller` as `start` asks, sending what it
-    /// replays or what a debate already has into `out`.
+    /// Opens a session for `caller` as `start` asks, live from `listening`,
+    /// sending what it replays or what a debate already has into `out`.
     pub async fn open(
         push: &Push,
         caller: Caller,
         start: Start,
+        listening: Listening,
         out: &Outbox,
     ) -> Result<Self, PushError> {
-        let (receiver, head) = push.0.hub.subscribe();
+        let Listening { receiver, head } = listening;
         let mut session = Self {
             push: push.clone(),
             caller,

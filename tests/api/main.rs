@@ -35,4 +35,5 @@ mod store;
 mod tables;
 mod tamper;
 mod verify;
+mod webhooks;
 mod ws;

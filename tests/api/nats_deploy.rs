@@ -18,8 +18,9 @@ use crate::support::{
     write_concurrently,
 };
 
-/// Every consumer a service runs: the read models (one group), the WebSocket push and the debate runner.
-const CONSUMERS: usize = 3;
+/// Every consumer a service runs: the read models (one group), the
+/// WebSocket push, the webhook delivery consumer and the debate runner.
+const CONSUMERS: usize = 4;
 
 /// Polls `path` until `done` holds for its body (30 s at most).
 async fn until(base: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {

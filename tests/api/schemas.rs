@@ -6,6 +6,7 @@
 mod accounts;
 mod debates;
 mod golden;
+mod webhooks;
 mod ws;
 
 use std::collections::{BTreeMap, BTreeSet};

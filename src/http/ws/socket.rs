@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Caller;
 use crate::push::frames::control;
-use crate::push::{Outbox, Push, PushError, Session, Slot, Start};
+use crate::push::{Listening, Outbox, Push, PushError, Session, Slot, Start};
 
 pub const NORMAL: u16 = 1000;
 pub const GOING_AWAY: u16 = 1001;
@@ -51,7 +51,13 @@ impl Shared {
 }
 
 /// Serves one socket until either side ends it.
-pub async fn serve(socket: WebSocket, push: Push, caller: Caller, start: Start, slot: Slot) {
+pub async fn serve(
+    socket: WebSocket,
+    push: Push,
+    caller: Caller,
+    (start, listening): (Start, Listening),
+    slot: Slot,
+) {
     let _slot = slot;
     let (sink, mut stream) = socket.split();
     let (out, queue) = Outbox::new(push.settings().send_buffer);
@@ -61,7 +67,7 @@ pub async fn serve(socket: WebSocket, push: Push, caller: Caller, start: Start, 
         stop: CancellationToken::new(),
     });
     let writer = tokio::spawn(write(sink, queue, push.clone(), shared.clone()));
-    match Session::open(&push, caller, start, &out).await {
+    match Session::open(&push, caller, start, listening, &out).await {
         Ok(mut session) => {
             let code = read(&mut stream, &mut session, &push, &out, &shared).await;
             shared.close(code);
