@@ -129,7 +129,8 @@ impl App {
             agents.clone(),
             runner.clone(),
             limits,
-        );
+        )
+        .with_read_cache(settings.http.read_cache);
         let push = Push::new(
             settings.push.clone(),
             settings.http.allowed_origins.clone(),

@@ -15,7 +15,10 @@ use std::time::Duration;
 
 pub use agents::{AgentSettings, ProviderSettings};
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
-pub use http::{ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings};
+pub use http::{
+    ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings,
+    ReadCacheSettings,
+};
 pub use push::{ConnectionCaps, PushSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
