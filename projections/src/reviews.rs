@@ -48,7 +48,10 @@ impl DocumentProjection for Reviews {
         Ok((event.aggregate_type == REVIEW_AGGREGATE).then(|| event.aggregate_id.clone()))
     }
 
-    fn apply(doc: Option<ReviewDoc>, event: &EventRecord) -> Result<Option<ReviewDoc>, DecodeError> {
+    fn apply(
+        doc: Option<ReviewDoc>,
+        event: &EventRecord,
+    ) -> Result<Option<ReviewDoc>, DecodeError> {
         let change: ReviewEvent = event.decode()?;
         Ok(match (doc, change) {
             (

@@ -54,7 +54,10 @@ impl ScmSettings {
             return Err(ConfigError::new("SCM_API_URL", "must be an http(s) URL"));
         }
         Ok(Self {
-            token: vars.get("SCM_TOKEN").filter(|t| !t.is_empty()).map(Secret::new),
+            token: vars
+                .get("SCM_TOKEN")
+                .filter(|t| !t.is_empty())
+                .map(Secret::new),
             webhook_secret: vars
                 .get("SCM_WEBHOOK_SECRET")
                 .filter(|t| !t.is_empty())

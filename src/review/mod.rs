@@ -161,10 +161,7 @@ impl Reviews {
             auto_select: true,
             ..NewDebate::default()
         };
-        let debate = self
-            .debates
-            .create(new, caller, request_id.clone())
-            .await?;
+        let debate = self.debates.create(new, caller, request_id.clone()).await?;
         let review_id = uuid::Uuid::now_v7().to_string();
         let owner = caller.map_or(WEBHOOK_OWNER, |c| c.user_id.as_str());
         let command = ReviewCommand::Request {
@@ -199,7 +196,11 @@ impl Reviews {
         let review_id = uuid::Uuid::now_v7().to_string();
         let command = make(review_id.clone(), self.clock.now());
         self.log
-            .execute::<Review>(&review_id, command, CommandMeta::by(caller.user_id.as_str()))
+            .execute::<Review>(
+                &review_id,
+                command,
+                CommandMeta::by(caller.user_id.as_str()),
+            )
             .await?;
         self.shown(&review_id, |_| true).await
     }
@@ -257,7 +258,7 @@ impl Reviews {
         docs.retain(|d| {
             d.target.repository.as_deref() == Some(repository) && d.target.pr_number == Some(number)
         });
-        docs.sort_by(|a, b| b.requested_at.cmp(&a.requested_at));
+        docs.sort_by_key(|d| std::cmp::Reverse(d.requested_at));
         let mut settled = Vec::with_capacity(docs.len());
         for doc in docs {
             settled.push(self.settled(caller, doc).await?);

@@ -111,7 +111,10 @@ impl GitHub {
             .header("X-GitHub-Api-Version", API_VERSION)
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, GitHubError> {
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, GitHubError> {
         let response = request.send().await.map_err(GitHubError::Transport)?;
         let status = response.status().as_u16();
         match status {
@@ -148,7 +151,11 @@ impl GitHub {
     /// The pull request's unified diff, refused past `SERVICE_REVIEW_MAX_INPUT_BYTES`.
     pub async fn diff(&self, repo: &Repository, number: u64) -> Result<String, GitHubError> {
         let path = format!("/repos/{repo}/pulls/{number}");
-        let request = self.request(reqwest::Method::GET, &path, "application/vnd.github.v3.diff");
+        let request = self.request(
+            reqwest::Method::GET,
+            &path,
+            "application/vnd.github.v3.diff",
+        );
         let mut response = self.send(request).await?;
         let limit = self.max_diff_bytes;
         let mut bytes = Vec::new();

@@ -192,7 +192,10 @@ impl Scm {
             ));
         }
         if comments.len() > self.settings.max_comments {
-            return Err(invalid("comments", "too many (SERVICE_REVIEW_MAX_COMMENTS)"));
+            return Err(invalid(
+                "comments",
+                "too many (SERVICE_REVIEW_MAX_COMMENTS)",
+            ));
         }
         let host_review_id = match &self.host {
             Some(host) => Some(

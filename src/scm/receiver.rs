@@ -148,10 +148,12 @@ impl Scm {
                 reason,
             }),
             // The same delivery arrived twice at once; the other one counts.
-            Err(CommandError::Rejected(ScmDeliveryError::Duplicate)) => match self.earlier(&stream).await? {
-                Some(first) => Ok(duplicate(first)),
-                None => Err(ReceiveError::Contended),
-            },
+            Err(CommandError::Rejected(ScmDeliveryError::Duplicate)) => {
+                match self.earlier(&stream).await? {
+                    Some(first) => Ok(duplicate(first)),
+                    None => Err(ReceiveError::Contended),
+                }
+            }
             Err(CommandError::Store(e)) => Err(e.into()),
             Err(CommandError::Contended { .. }) => Err(ReceiveError::Contended),
         }
@@ -191,7 +193,10 @@ impl Scm {
             ("pull_request", Some("opened" | "synchronize")) => {
                 let (Some(repository), Some(pull)) = (repository(payload), &payload.pull_request)
                 else {
-                    return ignored(receipt, "the payload names no repository or pull request".to_owned());
+                    return ignored(
+                        receipt,
+                        "the payload names no repository or pull request".to_owned(),
+                    );
                 };
                 receipt.head_sha = pull.head.as_ref().map(|h| h.sha.clone());
                 match self
@@ -214,7 +219,10 @@ impl Scm {
             }
             ("issues", Some("opened")) => {
                 let (Some(repository), Some(issue)) = (repository(payload), &payload.issue) else {
-                    return ignored(receipt, "the payload names no repository or issue".to_owned());
+                    return ignored(
+                        receipt,
+                        "the payload names no repository or issue".to_owned(),
+                    );
                 };
                 let new = NewDebate {
                     topic: format!(

@@ -28,9 +28,21 @@ mod tests {
     fn githubs_documented_example_verifies() {
         // From GitHub's "Validating webhook deliveries" documentation.
         let header = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
-        assert!(verify("It's a Secret to Everybody", b"Hello, World!", header));
-        assert!(!verify("It's a Secret to Everybody", b"Hello, World?", header));
+        assert!(verify(
+            "It's a Secret to Everybody",
+            b"Hello, World!",
+            header
+        ));
+        assert!(!verify(
+            "It's a Secret to Everybody",
+            b"Hello, World?",
+            header
+        ));
         assert!(!verify("another secret", b"Hello, World!", header));
-        assert!(!verify("It's a Secret to Everybody", b"Hello, World!", "sha1=00"));
+        assert!(!verify(
+            "It's a Secret to Everybody",
+            b"Hello, World!",
+            "sha1=00"
+        ));
     }
 }

@@ -156,7 +156,11 @@ mod tests {
 
     #[test]
     fn the_consensus_decides_the_action() {
-        let clean = verdict(&consensus(ConsensusStatus::ConsensusReached, &[]), &anchors(), 5);
+        let clean = verdict(
+            &consensus(ConsensusStatus::ConsensusReached, &[]),
+            &anchors(),
+            5,
+        );
         assert_eq!(clean.action, ReviewAction::Approve);
         assert!(clean.comments.is_empty());
         let split = verdict(&consensus(ConsensusStatus::NoConsensus, &[]), &anchors(), 5);
