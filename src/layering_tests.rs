@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-const SERVICES: [&str; 8] = [
-    "auth", "debates", "ops", "runner", "agents", "mail", "views", "push",
+const SERVICES: [&str; 10] = [
+    "auth", "debates", "ops", "runner", "agents", "mail", "views", "push", "review", "scm",
 ];
 const ADAPTERS: [&str; 8] = [
     "store",
