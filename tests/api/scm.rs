@@ -16,7 +16,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use crate::serve::spawn_with;
+use crate::serve::{build_app_on, serve_app, spawn_with};
 use crate::support::accounts::{call, signed_in};
 use crate::support::{Kind, TEST_TOKEN, on_both_backends};
 
@@ -485,4 +485,39 @@ async fn without_secret_or_token_deliveries_are_refused_and_answers_say_demo() {
         "{body}"
     );
     app.stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_redelivery_after_a_restart_is_recognised() {
+    let vars = [("SCM_WEBHOOK_SECRET", SECRET)];
+    let (first, dir) = build_app_on(None, &vars).await;
+    let data_dir = first.settings.data_dir.clone();
+    let first = serve_app(first, dir).await;
+    let push =
+        json!({"ref": "refs/heads/main", "after": "abc123", "repository": {"full_name": REPO}});
+    let signature = Some(sign(&push.to_string(), SECRET));
+    let (status, body) = deliver(&first.base, "push", "again-1", &push, signature.clone()).await;
+    assert_eq!(
+        (status, body["duplicate"].as_bool()),
+        (200, Some(false)),
+        "{body}"
+    );
+    first.stop.cancel();
+    // Let the first process close its store before the second opens it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let data = data_dir.to_str().unwrap();
+    let (second, dir) = build_app_on(
+        None,
+        &[("SCM_WEBHOOK_SECRET", SECRET), ("SERVICE_DATA_DIR", data)],
+    )
+    .await;
+    let second = serve_app(second, dir).await;
+    let (status, body) = deliver(&second.base, "push", "again-1", &push, signature).await;
+    assert_eq!(
+        (status, body["duplicate"].as_bool()),
+        (200, Some(true)),
+        "{body}"
+    );
+    assert_eq!(body["outcome"], "tracked");
+    second.stop.cancel();
 }
