@@ -8,8 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-const SERVICES: [&str; 9] = [
-    "auth", "debates", "ops", "runner", "agents", "mail", "views", "push", "webhooks",
+const SERVICES: [&str; 11] = [
+    "auth", "debates", "ops", "runner", "agents", "mail", "views", "push", "webhooks", "review",
+    "scm",
 ];
 const ADAPTERS: [&str; 8] = [
     "store",

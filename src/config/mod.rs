@@ -7,6 +7,7 @@ mod agents;
 mod auth;
 mod http;
 mod push;
+mod scm;
 mod values;
 mod webhooks;
 
@@ -20,6 +21,7 @@ pub use http::{
     ReadCacheSettings,
 };
 pub use push::{ConnectionCaps, PushSettings};
+pub use scm::ScmSettings;
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
 pub use webhooks::WebhookSettings;
@@ -73,6 +75,9 @@ pub struct Settings {
     pub consumer_retry: crate::bus::RetryPolicy,
     /// `SERVICE_WEBHOOK_*`: outgoing webhook deliveries.
     pub webhooks: WebhookSettings,
+    /// `SCM_*`, `SERVICE_SCM_*`, `SERVICE_REVIEW_*`: the source-host
+    /// webhook receiver, pull request and code reviews.
+    pub scm: ScmSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -182,6 +187,7 @@ impl Settings {
                 )?),
             },
             webhooks: WebhookSettings::read(&vars)?,
+            scm: ScmSettings::read(&vars, environment == Environment::Production)?,
             warnings,
         };
         settings.check_deployment()?;
