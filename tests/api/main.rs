@@ -14,6 +14,7 @@ mod cli;
 mod connections;
 mod consumers;
 mod debates;
+mod deltas;
 mod docs;
 mod feed;
 mod hardening;
