@@ -76,7 +76,7 @@ pub(super) fn show_delta(data: &Value) {
         if streaming.is_some() {
             let _ = writeln!(err);
         }
-        let _ = write!(err, "  {agent} · round {} · {phase} › ", data["round"]);
+        let _ = write!(err, "  {agent} (round {}, {phase}) › ", data["round"]);
         *streaming = Some(turn);
     }
     let text = data["text"].as_str().unwrap_or("").replace('\n', " ");

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::schemas::{Seen, conforms};
 use crate::support::accounts::call;
-use crate::support::provider::{Behavior, FakeProvider, answer_text, pieces, quiet_limits};
+use crate::support::provider::{Behavior, FakeProvider, answer_text, quiet_limits};
+use crate::support::sse::pieces;
 use crate::support::{Kind, TEST_TOKEN, on_both_backends};
 use crate::ws::{Socket, connect, demo, live, next, schema};
 
