@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
 use crate::auth::{Auth, AuthSetupError};
-use crate::bus::{Bus, BusError, LocalBus, NatsBus};
+use crate::bus::{Bus, BusError, Ephemeral, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
@@ -95,6 +95,8 @@ pub struct App {
     pub reviews: Reviews,
     /// The source-host webhook receiver and pull request review.
     pub scm: Scm,
+    /// The agents' text as they write it (`agent.delta`), from every replica.
+    pub deltas: Ephemeral,
 }
 
 impl App {
@@ -126,7 +128,15 @@ impl App {
             &settings.webhooks,
         )?;
         let agents = Agents::new(&settings.agents);
-        let runner = Runner::new(log.clone(), agents.clone(), clock.clone(), &settings);
+        // The agents' text as they write it: not stored, to every replica.
+        let deltas = bus.ephemeral("deltas", settings.agents.delta_buffer);
+        let runner = Runner::new(
+            log.clone(),
+            agents.clone(),
+            clock.clone(),
+            deltas.clone(),
+            &settings,
+        );
         let limits = TextLimits {
             topic_chars: settings.agents.max_topic_chars,
             context_chars: settings.agents.max_context_chars,
@@ -154,6 +164,8 @@ impl App {
             log.clone(),
             debates.clone(),
             clock.clone(),
+            deltas.clone(),
+            settings.agents.delta_buffer,
         );
         let ops = Ops::new(
             log.clone(),
@@ -178,6 +190,7 @@ impl App {
             webhooks,
             reviews,
             scm,
+            deltas,
         })
     }
 
@@ -189,6 +202,7 @@ impl App {
     ) -> Result<Vec<JoinHandle<()>>, StartError> {
         projection::reset_changed(&self.log).await?;
         let mut tasks = vec![self.bus.spawn_relay(&self.log, stop)];
+        tasks.extend(self.deltas.spawn(stop).await);
         let (bus, log, stop_detached) = (self.bus.clone(), self.log.clone(), stop.clone());
         let detached = Arc::clone(&self.detached);
         let detach: projection::Detach = Box::new(move |member| {

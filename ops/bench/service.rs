@@ -35,6 +35,9 @@ impl Service {
             "DATABASE_URL" => database_url.clone(),
             "SERVICE_NATS_URL" => nats_url.clone(),
             "SERVICE_API_TOKEN" => Some(TOKEN.to_owned()),
+            // Demo agents answer at once: the figures measure the service,
+            // not the pauses that make a demo's text appear as it is written.
+            "SERVICE_DEMO_DELTA_DELAY_MS" => Some("0".to_owned()),
             _ => vars
                 .iter()
                 .find(|(k, _)| *k == name)

@@ -3,21 +3,24 @@
 
 use serde_json::{Value, json};
 
-use super::error::AgentError;
+use super::error::{self, AgentError};
 use super::prompt::Prompt;
 use super::route::Provider;
+use super::stream::{self, Emitter};
 use super::transport::{self, MAX_TOKENS, Parsed, TEMPERATURE};
 use crate::config::ProviderSettings;
 
 const PROVIDER: Provider = Provider::Anthropic;
 const VERSION: &str = "2023-06-01";
 
-/// One Messages API call.
+/// One Messages API call, streamed: the text goes to `emitter` as it
+/// arrives. A server that answers whole is read whole.
 pub(super) async fn complete(
     http: &reqwest::Client,
     settings: &ProviderSettings,
     model: &str,
     prompt: &Prompt,
+    emitter: &Emitter<'_>,
 ) -> Result<Parsed, AgentError> {
     let key = settings
         .key
@@ -32,8 +35,66 @@ pub(super) async fn complete(
         ),
     ];
     let url = format!("{}/v1/messages", settings.base_url);
-    let body = transport::post(http, PROVIDER, &url, headers, &request(model, prompt)).await?;
-    parse(&body)
+    let mut body = request(model, prompt);
+    body["stream"] = Value::Bool(true);
+    let response = transport::send(http, PROVIDER, &url, headers, &body).await?;
+    if !stream::is_event_stream(&response) {
+        let parsed = parse(&transport::whole(PROVIDER, response).await?)?;
+        emitter.text(&parsed.text);
+        return Ok(parsed);
+    }
+    let mut parsed = Parsed::default();
+    stream::read_events(PROVIDER, response, |event, data| {
+        streamed(event, data, &mut parsed, emitter)
+    })
+    .await?;
+    if parsed.text.trim().is_empty() {
+        return Err(AgentError::malformed(PROVIDER, "no text in the answer"));
+    }
+    Ok(parsed)
+}
+
+/// Folds one streamed event into `parsed`; true at `message_stop`.
+fn streamed(
+    event: &str,
+    data: &str,
+    parsed: &mut Parsed,
+    emitter: &Emitter<'_>,
+) -> Result<bool, AgentError> {
+    let value = transport::json(PROVIDER, data.as_bytes())?;
+    let kind = value.get("type").and_then(Value::as_str).unwrap_or(event);
+    match kind {
+        "message_start" => {
+            let message = value.get("message");
+            parsed.model = transport::model(message.and_then(|m| m.get("model")));
+            let usage = message.and_then(|m| m.get("usage"));
+            parsed.tokens_in = transport::count(usage.and_then(|u| u.get("input_tokens")));
+        }
+        "content_block_delta" if value.pointer("/delta/type") == Some(&json!("text_delta")) => {
+            let piece = value
+                .pointer("/delta/text")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            emitter.text(piece);
+            parsed.text.push_str(piece);
+        }
+        "message_delta" => {
+            let usage = value.get("usage");
+            parsed.tokens_out = transport::count(usage.and_then(|u| u.get("output_tokens")));
+        }
+        "message_stop" => return Ok(true),
+        "error" => {
+            let status = match value.pointer("/error/type").and_then(Value::as_str) {
+                Some("overloaded_error") => 529,
+                Some("rate_limit_error") => 429,
+                _ => 500,
+            };
+            return Err(error::from_status(PROVIDER, status, data.as_bytes()));
+        }
+        // ping, content_block_start/stop, thinking deltas.
+        _ => {}
+    }
+    Ok(false)
 }
 
 fn request(model: &str, prompt: &Prompt) -> Value {

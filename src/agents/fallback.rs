@@ -8,6 +8,7 @@ use super::error::AgentError;
 use super::openai;
 use super::prompt::Prompt;
 use super::route::Provider;
+use super::stream::Emitter;
 use super::transport::Parsed;
 use crate::config::AgentSettings;
 
@@ -45,6 +46,7 @@ pub(super) async fn call(
     original: Provider,
     model: &str,
     prompt: &Prompt,
+    emitter: &Emitter<'_>,
 ) -> Result<(Parsed, String), AgentError> {
     let label = original.as_str();
     metrics::counter!("service_fallback_activations_total", "provider" => label).increment(1);
@@ -57,6 +59,7 @@ pub(super) async fn call(
         &settings.openrouter,
         &model,
         prompt,
+        emitter,
     )
     .await;
     metrics::histogram!("service_fallback_latency_seconds", "provider" => label)

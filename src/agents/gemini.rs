@@ -6,17 +6,20 @@ use serde_json::{Value, json};
 use super::error::AgentError;
 use super::prompt::Prompt;
 use super::route::Provider;
+use super::stream::Emitter;
 use super::transport::{self, MAX_TOKENS, Parsed, TEMPERATURE};
 use crate::config::ProviderSettings;
 
 const PROVIDER: Provider = Provider::Gemini;
 
-/// One generateContent call.
+/// One generateContent call. Not streamed: its text goes to `emitter`
+/// whole, once it is read.
 pub(super) async fn complete(
     http: &reqwest::Client,
     settings: &ProviderSettings,
     model: &str,
     prompt: &Prompt,
+    emitter: &Emitter<'_>,
 ) -> Result<Parsed, AgentError> {
     let key = settings
         .key
@@ -29,7 +32,9 @@ pub(super) async fn complete(
     let model = model.strip_prefix("models/").unwrap_or(model);
     let url = format!("{}/models/{model}:generateContent", settings.base_url);
     let body = transport::post(http, PROVIDER, &url, headers, &request(prompt)).await?;
-    parse(&body)
+    let parsed = parse(&body)?;
+    emitter.text(&parsed.text);
+    Ok(parsed)
 }
 
 fn request(prompt: &Prompt) -> Value {

@@ -4,6 +4,7 @@
 
 pub mod demo;
 pub mod prompt;
+pub mod stream;
 pub mod turn;
 
 mod anthropic;
@@ -29,17 +30,21 @@ use serde::Serialize;
 pub use breaker::BreakerStatus;
 pub use error::{AgentError, ResolveError};
 pub use route::{Provider, Route};
+pub use stream::{Chunk, OnText, Silent};
 pub use turn::{Position, Reply, Task, Turn, Usage};
 
 use breaker::{Breakers, Outcome};
 use names::NamePattern;
 use prompt::Prompt;
+use stream::Emitter;
 use transport::Parsed;
 
 use crate::config::AgentSettings;
 
 /// Pause before the one retry of a transient failure.
 const RETRY_DELAY: Duration = Duration::from_millis(200);
+/// How many pieces a demo agent writes its answer in.
+const DEMO_PIECES: usize = 4;
 /// Longest agent name kept in a metrics label: names are free text.
 const LABEL_CAP: usize = 64;
 
@@ -106,8 +111,20 @@ impl Agents {
 
     /// Whether agent `name` answers in this process, with no provider call
     /// (demo agents): its answer is ready at once and costs nothing to redo.
+    /// Not so when demo agents write with a pause (`SERVICE_DEMO_DELTA_DELAY_MS`).
     pub fn answers_locally(&self, name: &str) -> bool {
-        matches!(self.resolve(name), Ok(route) if route.provider == Provider::Demo)
+        self.inner.settings.demo_delta_delay.is_zero()
+            && matches!(self.resolve(name), Ok(route) if route.provider == Provider::Demo)
+    }
+
+    /// Hands a locally made `reply` to `on_text` in the pieces a demo agent
+    /// writes, at once.
+    pub fn write_locally(reply: &Reply, on_text: &dyn OnText) {
+        let emitter = Emitter::new(on_text);
+        emitter.next_attempt();
+        for piece in stream::pieces(&reply.content, DEMO_PIECES) {
+            emitter.text(piece);
+        }
     }
 
     /// Whether every agent of `names` [answers locally](Agents::answers_locally).
@@ -127,6 +144,17 @@ impl Agents {
     /// providers go through the breaker, the timeout, one retry of
     /// transient failures and the OpenRouter fallback. Never panics.
     pub async fn call(&self, turn: &Turn) -> Result<Reply, AgentError> {
+        self.call_streaming(turn, &Silent).await
+    }
+
+    /// [`Agents::call`], handing the text to `on_text` as it is generated
+    /// (each retry or fallback starts it afresh under a new attempt). Demo
+    /// agents write theirs in a few pieces, `SERVICE_DEMO_DELTA_DELAY_MS` apart.
+    pub async fn call_streaming(
+        &self,
+        turn: &Turn,
+        on_text: &dyn OnText,
+    ) -> Result<Reply, AgentError> {
         let started = Instant::now();
         let agent = turn.agent.as_str();
         let route = match self.resolve(agent) {
@@ -141,9 +169,22 @@ impl Agents {
             }
         };
         if route.provider == Provider::Demo {
-            return Ok(local_reply(turn, started));
+            let delay = self.inner.settings.demo_delta_delay;
+            let reply = demo::respond(turn);
+            let emitter = Emitter::new(on_text);
+            emitter.next_attempt();
+            for piece in stream::pieces(&reply.content, DEMO_PIECES) {
+                tokio::time::sleep(delay).await;
+                emitter.text(piece);
+            }
+            return Ok(finish_local(turn, reply, started));
         }
-        match self.inner.call_provider(agent, &route, turn).await {
+        let emitter = Emitter::new(on_text);
+        match self
+            .inner
+            .call_provider(agent, &route, turn, &emitter)
+            .await
+        {
             Ok(answer) => {
                 let reply = Reply {
                     content: answer.parsed.text,
@@ -208,6 +249,7 @@ impl Inner {
         agent: &str,
         route: &Route,
         turn: &Turn,
+        emitter: &Emitter<'_>,
     ) -> Result<Answer, AgentError> {
         if let Err(wait) = self.breakers.admit(agent, Instant::now()) {
             return Err(AgentError::CircuitOpen {
@@ -217,7 +259,7 @@ impl Inner {
         }
         let prompt = prompt::render(turn);
         let limit = self.settings.agent_timeout;
-        match tokio::time::timeout(limit, self.attempts(agent, route, &prompt)).await {
+        match tokio::time::timeout(limit, self.attempts(agent, route, &prompt, emitter)).await {
             Ok(result) => result,
             Err(_) => {
                 // Attempts record their own outcome; the one cut short did not.
@@ -237,13 +279,16 @@ impl Inner {
         agent: &str,
         route: &Route,
         prompt: &Prompt,
+        emitter: &Emitter<'_>,
     ) -> Result<Answer, AgentError> {
-        let mut result = self.once(agent, route, prompt).await;
+        emitter.next_attempt();
+        let mut result = self.once(agent, route, prompt, emitter).await;
         self.breakers
             .record(agent, outcome(&result), Instant::now());
         if matches!(&result, Err(e) if e.is_retryable()) {
             tokio::time::sleep(RETRY_DELAY).await;
-            result = self.once(agent, route, prompt).await;
+            emitter.next_attempt();
+            result = self.once(agent, route, prompt, emitter).await;
             self.breakers
                 .record(agent, outcome(&result), Instant::now());
         }
@@ -255,12 +300,14 @@ impl Inner {
                 fallback: false,
             }),
             Err(e) if fallback::applies(route.provider, &e, &self.settings) => {
+                emitter.next_attempt();
                 let result = fallback::call(
                     &self.http,
                     &self.settings,
                     route.provider,
                     &route.model,
                     prompt,
+                    emitter,
                 )
                 .await;
                 let outcome = match &result {
@@ -284,6 +331,7 @@ impl Inner {
         agent: &str,
         route: &Route,
         prompt: &Prompt,
+        emitter: &Emitter<'_>,
     ) -> Result<Parsed, AgentError> {
         let provider = route.provider;
         let Some(settings) = provider.settings(&self.settings) else {
@@ -294,14 +342,18 @@ impl Inner {
         };
         let model = route.model.as_str();
         match provider {
-            Provider::Anthropic => anthropic::complete(&self.http, settings, model, prompt).await,
-            Provider::Gemini => gemini::complete(&self.http, settings, model, prompt).await,
+            Provider::Anthropic => {
+                anthropic::complete(&self.http, settings, model, prompt, emitter).await
+            }
+            Provider::Gemini => {
+                gemini::complete(&self.http, settings, model, prompt, emitter).await
+            }
             Provider::Openai
             | Provider::Openrouter
             | Provider::Mistral
             | Provider::Xai
             | Provider::Compatible => {
-                openai::complete(&self.http, provider, settings, model, prompt).await
+                openai::complete(&self.http, provider, settings, model, prompt, emitter).await
             }
             Provider::Demo => Err(AgentError::NotConfigured {
                 agent: agent.to_owned(),
@@ -358,7 +410,10 @@ impl Labels {
 
 /// A demo agent's answer to `turn`, counted like a provider's.
 fn local_reply(turn: &Turn, started: Instant) -> Reply {
-    let mut reply = demo::respond(turn);
+    finish_local(turn, demo::respond(turn), started)
+}
+
+fn finish_local(turn: &Turn, mut reply: Reply, started: Instant) -> Reply {
     reply.usage.latency_ms = millis(started.elapsed());
     record_success(&turn.agent, &reply, started.elapsed());
     reply

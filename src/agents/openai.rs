@@ -7,16 +7,19 @@ use serde_json::{Value, json};
 use super::error::{self, AgentError};
 use super::prompt::Prompt;
 use super::route::Provider;
+use super::stream::{self, Emitter};
 use super::transport::{self, MAX_TOKENS, Parsed, TEMPERATURE};
 use crate::config::ProviderSettings;
 
-/// One Chat Completions call to `provider`.
+/// One Chat Completions call to `provider`, streamed: the text goes to
+/// `emitter` as it arrives. A server that answers whole is read whole.
 pub(super) async fn complete(
     http: &reqwest::Client,
     provider: Provider,
     settings: &ProviderSettings,
     model: &str,
     prompt: &Prompt,
+    emitter: &Emitter<'_>,
 ) -> Result<Parsed, AgentError> {
     let mut headers = Vec::new();
     // A compatible server may run without a key; everyone else needs one.
@@ -35,9 +38,94 @@ pub(super) async fn complete(
         ));
     }
     let url = format!("{}/chat/completions", settings.base_url);
-    let body = request(provider, model, prompt);
-    let answer = transport::post(http, provider, &url, headers, &body).await?;
-    parse(provider, &answer)
+    let mut body = request(provider, model, prompt);
+    body["stream"] = json!(true);
+    // OpenAI reports usage in a stream only when asked; the others either
+    // always do or do not know the option.
+    if provider == Provider::Openai {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    let response = transport::send(http, provider, &url, headers, &body).await?;
+    if !stream::is_event_stream(&response) {
+        let parsed = parse(provider, &transport::whole(provider, response).await?)?;
+        emitter.text(&parsed.text);
+        return Ok(parsed);
+    }
+    let mut parsed = Parsed::default();
+    let mut finish = None;
+    stream::read_events(provider, response, |_, data| {
+        streamed(provider, data, &mut parsed, &mut finish, emitter)
+    })
+    .await?;
+    if parsed.text.trim().is_empty() {
+        let reason = finish.as_deref().unwrap_or("none");
+        return Err(AgentError::malformed(
+            provider,
+            format!("no text in the answer (finish_reason {reason})"),
+        ));
+    }
+    Ok(parsed)
+}
+
+/// Folds one streamed chunk into `parsed`; true at `[DONE]`.
+fn streamed(
+    provider: Provider,
+    data: &str,
+    parsed: &mut Parsed,
+    finish: &mut Option<String>,
+    emitter: &Emitter<'_>,
+) -> Result<bool, AgentError> {
+    if data.trim() == "[DONE]" {
+        return Ok(true);
+    }
+    let value = transport::json(provider, data.as_bytes())?;
+    if value.get("error").is_some() {
+        return Err(error_object(provider, &value, data.as_bytes()));
+    }
+    if let Some(model) = transport::model(value.get("model")) {
+        parsed.model = Some(model);
+    }
+    if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
+        parsed.tokens_in = transport::count(usage.get("prompt_tokens"));
+        parsed.tokens_out = transport::count(usage.get("completion_tokens"));
+    }
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first());
+    if let Some(choice) = choice {
+        let piece = text_of(choice.pointer("/delta/content"));
+        emitter.text(&piece);
+        parsed.text.push_str(&piece);
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            *finish = Some(reason.to_owned());
+        }
+    }
+    Ok(false)
+}
+
+/// A message's or a delta's content: a string, or (some compatible
+/// servers) a list of typed parts.
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// OpenRouter reports some upstream failures as a 200 with an error object.
+fn error_object(provider: Provider, value: &Value, body: &[u8]) -> AgentError {
+    let status = value
+        .pointer("/error/code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400)
+        .unwrap_or(502);
+    error::from_status(provider, status, body)
 }
 
 /// OpenAI's reasoning models refuse a temperature other than the default.
@@ -73,28 +161,12 @@ fn parse(provider: Provider, body: &[u8]) -> Result<Parsed, AgentError> {
         .and_then(Value::as_array)
         .and_then(|c| c.first())
     else {
-        // OpenRouter reports some upstream failures as a 200 with an error object.
         if value.get("error").is_some() {
-            let status = value
-                .pointer("/error/code")
-                .and_then(Value::as_u64)
-                .and_then(|c| u16::try_from(c).ok())
-                .filter(|c| *c >= 400)
-                .unwrap_or(502);
-            return Err(error::from_status(provider, status, body));
+            return Err(error_object(provider, &value, body));
         }
         return Err(AgentError::malformed(provider, "no choices in the answer"));
     };
-    let content = choice.pointer("/message/content");
-    let text = match content {
-        Some(Value::String(s)) => s.clone(),
-        // Some compatible servers send content as a list of typed parts.
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    };
+    let text = text_of(choice.pointer("/message/content"));
     if text.trim().is_empty() {
         let reason = choice
             .get("finish_reason")

@@ -8,7 +8,7 @@ use super::error::{self, AgentError};
 use super::route::Provider;
 
 /// What a provider answered, whatever its wire format.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Parsed {
     pub text: String,
     pub tokens_in: u64,
@@ -44,6 +44,18 @@ pub(super) async fn post(
     headers: Vec<(HeaderName, HeaderValue)>,
     body: &Value,
 ) -> Result<Vec<u8>, AgentError> {
+    whole(provider, send(http, provider, url, headers, body).await?).await
+}
+
+/// Posts `body` to `url` and returns the 2xx response, its body unread (a
+/// stream is read as it arrives); any other status is the provider's error.
+pub(super) async fn send(
+    http: &reqwest::Client,
+    provider: Provider,
+    url: &str,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    body: &Value,
+) -> Result<reqwest::Response, AgentError> {
     let headers: HeaderMap = headers.into_iter().collect();
     let response = http
         .post(url)
@@ -53,14 +65,22 @@ pub(super) async fn post(
         .await
         .map_err(|e| network(provider, e))?;
     let status = response.status();
-    let bytes = response.bytes().await.map_err(|e| network(provider, e))?;
     if status.is_success() {
-        Ok(bytes.to_vec())
-    } else {
-        let failure = error::from_status(provider, status.as_u16(), &bytes);
-        tracing::warn!(%provider, status = status.as_u16(), error = %failure, "agent call refused");
-        Err(failure)
+        return Ok(response);
     }
+    let bytes = response.bytes().await.map_err(|e| network(provider, e))?;
+    let failure = error::from_status(provider, status.as_u16(), &bytes);
+    tracing::warn!(%provider, status = status.as_u16(), error = %failure, "agent call refused");
+    Err(failure)
+}
+
+/// Reads a 2xx answer whole.
+pub(super) async fn whole(
+    provider: Provider,
+    response: reqwest::Response,
+) -> Result<Vec<u8>, AgentError> {
+    let bytes = response.bytes().await.map_err(|e| network(provider, e))?;
+    Ok(bytes.to_vec())
 }
 
 /// reqwest's own message hides the cause ("error sending request"), so the

@@ -9,6 +9,7 @@
 //! contract's [`ConsumerError`] and `delivery.rs`.
 
 pub mod delivery;
+pub mod ephemeral;
 pub mod local;
 pub mod nats;
 
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::store::{EventLog, StoreError};
 
 pub use delivery::{ConsumerError, Delivery, RetryPolicy, Stall};
+pub use ephemeral::Ephemeral;
 pub use local::LocalBus;
 pub use nats::{Identity, NatsBus};
 

@@ -124,6 +124,11 @@ impl NatsBus {
         &self.identity
     }
 
+    /// The connection, for core (not JetStream) messages.
+    pub fn client(&self) -> async_nats::Client {
+        self.jetstream.client()
+    }
+
     /// Whether the client is connected to a server now.
     pub fn connected(&self) -> bool {
         self.jetstream.client().connection_state() == async_nats::connection::State::Connected

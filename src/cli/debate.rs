@@ -4,6 +4,7 @@
 //! contribution, failed agent and stage, and the consensus at the end.
 
 use std::io::Write;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use agon_aggregates::debate::{ConsensusMode, DebateStatus};
@@ -15,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::App;
 use crate::debates::NewDebate;
 use crate::projection::Documents;
+use crate::runner::Delta;
 use crate::views::debates::DebateDetail;
 
 /// How often progress on the local store is looked at (a local read).
@@ -57,11 +59,47 @@ pub(super) struct Progress {
     votes: bool,
 }
 
+/// The turn whose streamed text was printed last, while its line is open.
+static STREAMING: Mutex<Option<String>> = Mutex::new(None);
+
+/// Prints a piece of an agent's text as it streams (the `data` of an
+/// `agent.delta` frame): a line per turn, opened by who is writing.
+pub(super) fn show_delta(data: &Value) {
+    let (agent, phase) = (
+        data["agent"].as_str().unwrap_or(""),
+        data["phase"].as_str().unwrap_or(""),
+    );
+    let turn = format!("{agent}/{}/{phase}/{}", data["round"], data["attempt"]);
+    let mut streaming = STREAMING.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut err = std::io::stderr().lock();
+    if streaming.as_deref() != Some(turn.as_str()) {
+        if streaming.is_some() {
+            let _ = writeln!(err);
+        }
+        let _ = write!(err, "  {agent} (round {}, {phase}) › ", data["round"]);
+        *streaming = Some(turn);
+    }
+    let text = data["text"].as_str().unwrap_or("").replace('\n', " ");
+    let _ = write!(err, "{text}");
+    let _ = err.flush();
+}
+
+/// Ends a line of streamed text before another line is printed.
+fn end_streamed_line(err: &mut impl Write) {
+    let mut streaming = STREAMING.lock().unwrap_or_else(PoisonError::into_inner);
+    if streaming.take().is_some() {
+        let _ = writeln!(err);
+    }
+}
+
 impl Progress {
     pub(super) fn show(&mut self, detail: &Value) {
         let empty = Vec::new();
         let mut err = std::io::stderr().lock();
         let messages = detail["messages"].as_array().unwrap_or(&empty);
+        if messages.len() > self.printed {
+            end_streamed_line(&mut err);
+        }
         for message in messages.iter().skip(self.printed) {
             let _ = writeln!(
                 err,
@@ -120,6 +158,7 @@ impl Progress {
             (None, _) => format!("[{status}]"),
         };
         if stage != self.stage {
+            end_streamed_line(&mut err);
             let _ = writeln!(err, "{stage}");
             self.stage = stage;
         }
@@ -199,6 +238,35 @@ fn new_debate(request: &DebateRequest) -> Result<NewDebate, CliError> {
     })
 }
 
+/// Prints the streamed text of debate `id` until aborted.
+async fn print_deltas(
+    mut deltas: tokio::sync::broadcast::Receiver<crate::bus::ephemeral::Payload>,
+    id: String,
+) {
+    loop {
+        match deltas.recv().await {
+            Ok(payload) => {
+                if let Some(delta) = Delta::decode(&payload)
+                    && delta.debate_id == id
+                {
+                    show_delta(&serde_json::to_value(&delta).unwrap_or_default());
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Aborts its task when dropped.
+pub(super) struct AbortOnDrop(pub(super) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Runs the debate on this machine's store with the service's own runner.
 pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError> {
     let new = new_debate(&request)?;
@@ -207,6 +275,8 @@ pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError>
         .start_background(&stop)
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
+    // Listening before the debate exists: its first words are not missed.
+    let deltas = app.deltas.subscribe();
     let outcome = async {
         let debate = app
             .debates
@@ -221,6 +291,7 @@ pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError>
         );
         let documents = Documents::new(app.log.clone());
         let mut progress = Progress::default();
+        let _streaming = AbortOnDrop(tokio::spawn(print_deltas(deltas, debate.id.clone())));
         loop {
             if let Some(debate) = documents
                 .get::<Debates>(&debate.id)

@@ -11,7 +11,15 @@ use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::debate::{CliError, DebateRequest, Progress, conclude};
+use futures::StreamExt;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use super::debate::{AbortOnDrop, CliError, DebateRequest, Progress, conclude, show_delta};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// The first pause between two looks at the debate.
 const POLL_FIRST: Duration = Duration::from_millis(250);
@@ -181,6 +189,43 @@ impl Service<'_> {
     }
 }
 
+/// A socket on the service's `/ws` receiving the streamed text of every
+/// debate the caller may read; `None` (progress only) when it cannot be
+/// opened: an older service, `https` (this client speaks `ws://` only).
+async fn text_socket(base: &str, token: Option<&str>) -> Option<Socket> {
+    let url = format!(
+        "{}/ws?all=true&kinds=agent.delta",
+        base.strip_prefix("http").map(|rest| format!("ws{rest}"))?
+    );
+    let mut request = url.into_client_request().ok()?;
+    if let Some(token) = token {
+        let value = format!("Bearer {token}").parse().ok()?;
+        request
+            .headers_mut()
+            .insert(reqwest::header::AUTHORIZATION, value);
+    }
+    let connect = tokio_tungstenite::connect_async(request);
+    match tokio::time::timeout(Duration::from_secs(5), connect).await {
+        Ok(Ok((socket, _))) => Some(socket),
+        _ => None,
+    }
+}
+
+/// Prints the streamed text of debate `id` from `socket` until it closes.
+async fn print_text(mut socket: Socket, id: String) {
+    while let Some(Ok(message)) = socket.next().await {
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let Ok(frame) = serde_json::from_str::<Value>(text.as_str()) else {
+            continue;
+        };
+        if frame["type"] == "agent.delta" && frame["debate_id"] == id.as_str() {
+            show_delta(&frame["data"]);
+        }
+    }
+}
+
 /// Runs the debate on a running service at `server`, with `token` as its bearer credential.
 pub async fn run_remote(
     server: &str,
@@ -205,7 +250,10 @@ pub async fn run_remote(
     if let Some(threshold) = request.threshold {
         body["protocol"] = serde_json::json!({"consensus_threshold": threshold});
     }
+    // Open before the debate exists, so that its first words are not missed.
+    let socket = text_socket(service.base, token).await;
     let id = service.create(&body).await?;
     eprintln!("debate {id} on {server}");
+    let _streaming = socket.map(|socket| AbortOnDrop(tokio::spawn(print_text(socket, id.clone()))));
     service.follow(&id, request.json).await
 }

@@ -79,6 +79,15 @@ pub struct AgentSettings {
     /// `SERVICE_MAX_CONTEXT_CHARS`: longest debate context, in characters.
     /// Default 20000.
     pub max_context_chars: usize,
+    /// `SERVICE_DEMO_DELTA_DELAY_MS`: the pause before each piece a demo
+    /// agent writes (its answer comes in a few `agent.delta` frames, so the
+    /// live view works without keys). 0 answers at once, in the append that
+    /// records the stage before. Default 20.
+    pub demo_delta_delay: Duration,
+    /// `SERVICE_DELTA_BUFFER`: streamed text pieces (`agent.delta`) queued
+    /// for publishing and kept for sockets that are briefly behind; past it
+    /// pieces are dropped, never waited for. Default 1024.
+    pub delta_buffer: usize,
 }
 
 impl AgentSettings {
@@ -159,6 +168,11 @@ impl AgentSettings {
                 10_000_000,
                 20_000,
             )? as usize,
+            demo_delta_delay: Duration::from_millis(
+                vars.within_u32("SERVICE_DEMO_DELTA_DELAY_MS", 0, 10_000, 20)?
+                    .into(),
+            ),
+            delta_buffer: vars.within_u32("SERVICE_DELTA_BUFFER", 1, 1_000_000, 1_024)? as usize,
         })
     }
 }

@@ -14,11 +14,17 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::runner::Delta;
+
 /// The version of every frame's form (`v` in each frame).
 pub const FRAME_VERSION: u32 = 1;
 
+/// The type of the frames of streamed text.
+pub const DELTA: &str = "agent.delta";
+
 /// The frame types a client may filter on (`kinds` in a subscribe).
-pub const EVENT_KINDS: [&str; 9] = [
+pub const EVENT_KINDS: [&str; 10] = [
+    DELTA,
     "debate_start",
     "round_start",
     "agent_message",
@@ -74,6 +80,39 @@ pub fn control(kind: &str, data: Value, debate_id: Option<&str>, at: DateTime<Ut
         v: FRAME_VERSION,
     };
     serde_json::to_string(&wire).unwrap_or_default()
+}
+
+/// The frame of a piece of an agent's text as it is written. It has no
+/// position: deltas are not in the log, so `since` never replays them; the
+/// recorded `agent_message` (or `critique`, `synthesis`, `vote`) that
+/// follows is the truth. A higher `attempt` starts the text afresh (the
+/// call was retried or failed over).
+pub fn delta(delta: &Delta) -> Frame {
+    let data = json!({
+        "debate_id": delta.debate_id,
+        "round": delta.round,
+        "phase": delta.phase,
+        "agent": delta.agent,
+        "text": delta.text,
+        "seq": delta.seq,
+        "attempt": delta.attempt,
+    });
+    let wire = Wire {
+        kind: DELTA,
+        data,
+        timestamp: timestamp(delta.at),
+        debate_id: Some(&delta.debate_id),
+        position: None,
+        v: FRAME_VERSION,
+    };
+    Frame {
+        debate_id: delta.debate_id.clone(),
+        kind: DELTA,
+        cursor: Cursor::START,
+        created_by: delta.created_by.clone(),
+        org_id: delta.org_id.clone(),
+        json: serde_json::to_string(&wire).unwrap_or_default().into(),
+    }
 }
 
 /// What the frames of a debate need from its earlier events.

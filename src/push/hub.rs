@@ -109,11 +109,15 @@ pub struct Hub {
     cursor: Mutex<Cursor>,
     tracks: tokio::sync::Mutex<Tracks>,
     running: AtomicBool,
+    /// Streamed text (`agent.delta`): not in the log, so not in the batches;
+    /// a socket behind this ring loses the oldest pieces.
+    deltas: broadcast::Sender<Arc<Frame>>,
 }
 
 impl Hub {
-    pub fn new(log: EventLog) -> Self {
+    pub fn new(log: EventLog, delta_ring: usize) -> Self {
         Self {
+            deltas: broadcast::channel(delta_ring.max(1)).0,
             sender: broadcast::channel(RING).0,
             cursor: Mutex::new(Cursor::START),
             tracks: tokio::sync::Mutex::new(Tracks::new(log)),
@@ -125,6 +129,17 @@ impl Hub {
     pub fn subscribe(&self) -> (broadcast::Receiver<Arc<LiveBatch>>, Cursor) {
         let cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
         (self.sender.subscribe(), *cursor)
+    }
+
+    /// A receiver of every later delta frame.
+    pub fn deltas(&self) -> broadcast::Receiver<Arc<Frame>> {
+        self.deltas.subscribe()
+    }
+
+    /// Hands a delta frame to every socket of this replica.
+    pub fn send_delta(&self, frame: Frame) {
+        // No receiver is fine: nobody is connected.
+        let _ = self.deltas.send(Arc::new(frame));
     }
 
     /// Where the hub stands in the feed now.

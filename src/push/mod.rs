@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use self::hub::{Hub, HubConsumer};
 pub use self::session::{Listening, Outbox, Session, Start};
 use crate::auth::Caller;
-use crate::bus::{Consumer, ConsumerError};
+use crate::bus::{Consumer, ConsumerError, Ephemeral};
 use crate::clock::Clock;
 use crate::config::PushSettings;
 use crate::debates::Debates;
@@ -66,6 +66,7 @@ struct Counters {
     subscriptions: AtomicI64,
     sent: AtomicU64,
     dropped_slow: AtomicU64,
+    dropped_deltas: AtomicU64,
 }
 
 /// What `GET /api/ws/stats` reports.
@@ -75,6 +76,8 @@ pub struct Stats {
     pub subscriptions: i64,
     pub messages_sent: u64,
     pub dropped_slow_clients: u64,
+    /// Delta frames not sent to a client whose buffer was half full.
+    pub dropped_deltas: u64,
 }
 
 /// The push service; cheap to clone.
@@ -89,6 +92,8 @@ struct Inner {
     debates: Debates,
     clock: Clock,
     hub: Arc<Hub>,
+    /// The agents' streamed text, from every replica.
+    deltas: Ephemeral,
     users: Mutex<HashMap<String, u32>>,
     tickets: Mutex<HashMap<String, (Caller, Instant)>>,
     counters: Counters,
@@ -102,9 +107,12 @@ impl Push {
         log: EventLog,
         debates: Debates,
         clock: Clock,
+        deltas: Ephemeral,
+        delta_ring: usize,
     ) -> Self {
         Self(Arc::new(Inner {
-            hub: Arc::new(Hub::new(log.clone())),
+            hub: Arc::new(Hub::new(log.clone(), delta_ring)),
+            deltas,
             settings,
             allowed_origins,
             log,
@@ -131,6 +139,26 @@ impl Push {
     pub async fn start(&self, stop: &CancellationToken) -> Result<Arc<dyn Consumer>, StoreError> {
         self.0.hub.place(self.0.log.feed_head().await?);
         self.0.hub.set_running(true);
+        let (mut incoming, hub, until) =
+            (self.0.deltas.subscribe(), self.0.hub.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let payload = tokio::select! {
+                    () = until.cancelled() => return,
+                    payload = incoming.recv() => payload,
+                };
+                match payload {
+                    Ok(payload) => {
+                        if let Some(delta) = crate::runner::Delta::decode(&payload) {
+                            hub.send_delta(frames::delta(&delta));
+                        }
+                    }
+                    // Pieces lost to a full ring: a preview, not the truth.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
         let (push, stop) = (self.clone(), stop.clone());
         tokio::spawn(async move {
             stop.cancelled().await;
@@ -202,6 +230,7 @@ impl Push {
             subscriptions: c.subscriptions.load(Ordering::Acquire),
             messages_sent: c.sent.load(Ordering::Acquire),
             dropped_slow_clients: c.dropped_slow.load(Ordering::Acquire),
+            dropped_deltas: c.dropped_deltas.load(Ordering::Acquire),
         }
     }
 
@@ -213,6 +242,14 @@ impl Push {
     /// Counts a client closed as a slow consumer.
     pub fn dropped_slow(&self) {
         self.0.counters.dropped_slow.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Counts a delta frame a busy client did not get.
+    fn dropped_delta(&self) {
+        self.0
+            .counters
+            .dropped_deltas
+            .fetch_add(1, Ordering::AcqRel);
     }
 
     fn subscriptions(&self, change: i64) {

@@ -46,6 +46,12 @@ impl Outbox {
         })
     }
 
+    /// Whether more than half of the buffer is free: room for frames that
+    /// may be dropped (deltas) without crowding out the recorded ones.
+    pub fn has_room_for_extras(&self) -> bool {
+        self.0.capacity() * 2 > self.0.max_capacity()
+    }
+
     /// Waits for room: for frames read from the log, which the client
     /// asked for and which would otherwise overflow a small buffer at once.
     pub async fn send_waiting(&self, frame: Arc<str>) -> Result<(), PushError> {
@@ -90,6 +96,26 @@ pub struct Session {
     visible: HashMap<String, bool>,
     last: Cursor,
     receiver: broadcast::Receiver<Arc<LiveBatch>>,
+    /// Until the socket loop takes it.
+    deltas: Option<Deltas>,
+}
+
+/// The live delta frames of this replica, for one socket.
+#[derive(Debug)]
+pub struct Deltas(broadcast::Receiver<Arc<Frame>>);
+
+impl Deltas {
+    /// The next delta frame (cancel-safe); `None` once the hub is gone.
+    /// Pieces lost to a full ring are skipped.
+    pub async fn next(&mut self) -> Option<Arc<Frame>> {
+        loop {
+            match self.0.recv().await {
+                Ok(frame) => return Some(frame),
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
 }
 
 /// A place in the live stream, taken when the upgrade is accepted: a client
@@ -98,13 +124,19 @@ pub struct Session {
 pub struct Listening {
     receiver: broadcast::Receiver<Arc<LiveBatch>>,
     head: Cursor,
+    deltas: broadcast::Receiver<Arc<Frame>>,
 }
 
 impl Push {
     /// Starts listening to the live stream from where the hub stands.
     pub fn listen(&self) -> Listening {
         let (receiver, head) = self.0.hub.subscribe();
-        Listening { receiver, head }
+        let deltas = self.0.hub.deltas();
+        Listening {
+            receiver,
+            head,
+            deltas,
+        }
     }
 }
 
@@ -118,7 +150,11 @@ impl Session {
         listening: Listening,
         out: &Outbox,
     ) -> Result<Self, PushError> {
-        let Listening { receiver, head } = listening;
+        let Listening {
+            receiver,
+            head,
+            deltas,
+        } = listening;
         let mut session = Self {
             push: push.clone(),
             caller,
@@ -128,6 +164,7 @@ impl Session {
             visible: HashMap::new(),
             last: head,
             receiver,
+            deltas: Some(Deltas(deltas)),
         };
         if let Some(kinds) = start.kinds
             && !session.set_kinds(kinds, out)?
@@ -191,6 +228,24 @@ impl Session {
             }
             Err(broadcast::error::RecvError::Closed) => Err(PushError::Gone),
         }
+    }
+
+    /// The session's delta frames, for the socket loop to wait on beside
+    /// [`Self::recv`] (once; `None` after).
+    pub fn take_deltas(&mut self) -> Option<Deltas> {
+        self.deltas.take()
+    }
+
+    /// Sends a delta frame if the session wants it, the caller may read its
+    /// debate and the outbox is at most half full: a client slow to read
+    /// loses pieces of text (the recorded message follows), never its
+    /// socket on their account, and never holds up the agent writing.
+    pub async fn delta(&mut self, frame: &Frame, out: &Outbox) -> Result<(), PushError> {
+        if !out.has_room_for_extras() {
+            self.push.dropped_delta();
+            return Ok(());
+        }
+        self.offer(frame, out, false).await
     }
 
     /// Answers one client message.

@@ -19,7 +19,9 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use thiserror::Error;
 
 use super::Inner;
+use super::deltas::TurnText;
 use super::turns;
+use crate::agents::Agents;
 
 /// The first wait before an append is tried again while the database is
 /// away; it doubles up to [`MAX_BACKOFF`].
@@ -126,6 +128,9 @@ impl<'a> LocalWork<'a> {
                     .filter_map(|agent| {
                         let turn = turns::turn(debate, &stage, agent);
                         let reply = self.inner.agents.call_locally(&turn)?;
+                        let text =
+                            TurnText::new(&self.inner.deltas, &self.inner.clock, debate, &turn);
+                        Agents::write_locally(&reply, &text);
                         Some(turns::outcome(debate, &stage, &turn, Ok(reply)))
                     })
                     .collect();
@@ -216,8 +221,9 @@ async fn run_stage(
         .map(|agent| {
             let turn = turns::turn(&debate, stage, agent);
             let agents = inner.agents.clone();
+            let text = TurnText::new(&inner.deltas, &inner.clock, &debate, &turn);
             async move {
-                let result = agents.call(&turn).await;
+                let result = agents.call_streaming(&turn, &text).await;
                 (turn, result)
             }
         })

@@ -9,6 +9,7 @@
 //! `SERVICE_DEBATE_LEASE_SECONDS`, and a restarted replica takes its own
 //! back at once (`lease.rs`).
 
+mod deltas;
 mod drive;
 mod lease;
 mod turns;
@@ -28,11 +29,13 @@ use tokio_util::sync::CancellationToken;
 use agon_aggregates::debate::{Debate, DebateStatus};
 
 use crate::agents::Agents;
-use crate::bus::{Consumer, ConsumerError};
+use crate::bus::{Consumer, ConsumerError, Ephemeral};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::store::{EventLog, StoreError};
 use lease::Leases;
+
+pub use deltas::Delta;
 
 /// How long a debate whose drive failed (a store outage) waits before another try.
 const RETRY_DELAY: Duration = Duration::from_secs(2);
@@ -56,6 +59,8 @@ struct Inner {
     log: EventLog,
     agents: Agents,
     clock: Clock,
+    /// Where the agents' text goes while they write it.
+    deltas: Ephemeral,
     limit: usize,
     slots: Arc<Semaphore>,
     leases: Option<Leases>,
@@ -104,7 +109,13 @@ impl Inner {
 }
 
 impl Runner {
-    pub fn new(log: EventLog, agents: Agents, clock: Clock, settings: &Settings) -> Self {
+    pub fn new(
+        log: EventLog,
+        agents: Agents,
+        clock: Clock,
+        deltas: Ephemeral,
+        settings: &Settings,
+    ) -> Self {
         let limit = settings.agents.max_concurrent_debates.max(1);
         let leases = Leases::for_store(
             &log,
@@ -118,6 +129,7 @@ impl Runner {
                 log,
                 agents,
                 clock,
+                deltas,
                 limit,
                 slots: Arc::new(Semaphore::new(limit)),
                 queue: Mutex::default(),

@@ -189,7 +189,8 @@ async fn the_documented_python_verifier_agrees() {
 }
 
 /// `agon debate` runs a demo debate on a local store, printing the §2.1
-/// consensus as JSON and its progress on stderr; a service that refuses the
+/// consensus as JSON and its progress on stderr, with the agents' text as
+/// it streams (locally and from a service's `/ws`); a service that refuses the
 /// credential makes it fail. (Its success against a service:
 /// `debates::cli_runs_a_debate_on_a_server`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -227,8 +228,20 @@ async fn debate_command_runs_a_demo_debate() {
         );
     }
     assert!(stderr.contains("[completed]"), "{stderr}");
+    // The text as the agents write it, before each contribution's line.
+    for agent in ["demo-a", "demo-b", "demo-c"] {
+        let streamed = format!("  {agent} (round 1, opening) › ");
+        assert!(stderr.contains(&streamed), "{streamed}: {stderr}");
+    }
 
     let app = crate::serve::spawn_with(Kind::Sqlite, &[]).await;
+    let followed = debate(&["--server", &app.base, "--token", crate::support::TEST_TOKEN]).await;
+    assert!(followed.status.success(), "{followed:?}");
+    let stderr = String::from_utf8_lossy(&followed.stderr);
+    assert!(
+        stderr.contains("  demo-b (round 1, critique) › "),
+        "the text streamed from the server's /ws: {stderr}"
+    );
     let refused = debate(&["--server", &app.base, "--token", "not-a-token"]).await;
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     let stderr = String::from_utf8_lossy(&refused.stderr);

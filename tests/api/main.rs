@@ -15,6 +15,7 @@ mod code_review;
 mod connections;
 mod consumers;
 mod debates;
+mod deltas;
 mod docs;
 mod feed;
 mod hardening;

@@ -75,6 +75,10 @@ pub async fn build_app_on(
         "SERVICE_API_TOKEN" if !vars.iter().any(|(k, _)| k == name) => {
             Some(crate::support::TEST_TOKEN.to_owned())
         }
+        // Demo agents answer at once unless a test watches them write.
+        "SERVICE_DEMO_DELTA_DELAY_MS" if !vars.iter().any(|(k, _)| k == name) => {
+            Some("0".to_owned())
+        }
         _ => vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
     })
     .unwrap();

@@ -20,7 +20,7 @@ use crate::support::accounts::{call, signed_in};
 use crate::support::binary::Serve;
 use crate::support::{Kind, LoopbackServer, TEST_TOKEN, on_both_backends};
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 on_both_backends! {
     follow_resume_and_ended => follow_resume_and_ended;
@@ -28,13 +28,13 @@ on_both_backends! {
 }
 
 /// A service (with NATS on PostgreSQL) and its `ws://` base.
-struct Live {
-    app: Spawned,
-    ws: String,
+pub(crate) struct Live {
+    pub(crate) app: Spawned,
+    pub(crate) ws: String,
     _nats: Option<LoopbackServer>,
 }
 
-async fn live(kind: Kind, extra: &[(&str, &str)]) -> Live {
+pub(crate) async fn live(kind: Kind, extra: &[(&str, &str)]) -> Live {
     let nats = match kind {
         Kind::Postgres => Some(LoopbackServer::nats().await),
         Kind::Sqlite => None,
@@ -57,7 +57,7 @@ async fn live(kind: Kind, extra: &[(&str, &str)]) -> Live {
     }
 }
 
-async fn connect(url: &str) -> Socket {
+pub(crate) async fn connect(url: &str) -> Socket {
     let (socket, response) = tokio_tungstenite::connect_async(url).await.unwrap();
     assert_eq!(response.status(), 101);
     socket
@@ -72,7 +72,7 @@ async fn refused(request: impl IntoClientRequest + Unpin) -> u16 {
 }
 
 /// The next JSON frame (60 s at most); `None` once the server closed.
-async fn next(socket: &mut Socket) -> Option<Value> {
+pub(crate) async fn next(socket: &mut Socket) -> Option<Value> {
     loop {
         let message = tokio::time::timeout(Duration::from_secs(60), socket.next())
             .await
@@ -91,7 +91,8 @@ async fn until_end(socket: &mut Socket, id: &str) -> Vec<Value> {
     let mut frames = Vec::new();
     loop {
         let frame = next(socket).await.expect("closed before debate_end");
-        if frame["debate_id"] != id {
+        // Streamed text is not in the log (`deltas.rs` checks it).
+        if frame["debate_id"] != id || frame["type"] == "agent.delta" {
             continue;
         }
         let end = frame["type"] == "debate_end";
@@ -102,7 +103,7 @@ async fn until_end(socket: &mut Socket, id: &str) -> Vec<Value> {
     }
 }
 
-async fn demo(base: &str, token: &str, topic: &str) -> String {
+pub(crate) async fn demo(base: &str, token: &str, topic: &str) -> String {
     let body = json!({"topic": topic, "agents": ["demo-a", "demo-b", "demo-c"], "rounds": 2});
     let url = format!("{base}/api/debates");
     let (status, created) = call(Method::POST, &url, Some(token), Some(body)).await;
@@ -110,7 +111,7 @@ async fn demo(base: &str, token: &str, topic: &str) -> String {
     created["id"].as_str().unwrap().to_owned()
 }
 
-fn schema(kind: &str) -> Value {
+pub(crate) fn schema(kind: &str) -> Value {
     let path = format!(
         "{}/event-schemas/ws/{kind}.v1.json",
         env!("CARGO_MANIFEST_DIR")

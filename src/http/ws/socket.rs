@@ -122,8 +122,14 @@ async fn read(
     out: &Outbox,
     shared: &Shared,
 ) -> u16 {
+    let Some(mut deltas) = session.take_deltas() else {
+        return INTERNAL;
+    };
     loop {
+        // Biased: a call's deltas are handed over before the batch that
+        // records its answer, which they precede.
         let handled = tokio::select! {
+            biased;
             () = push.closing().cancelled() => return GOING_AWAY,
             () = shared.stop.cancelled() => return NORMAL,
             message = stream.next() => match message {
@@ -136,6 +142,7 @@ async fn read(
                 Some(Ok(Message::Ping(_))) => Ok(()),
                 Some(Ok(Message::Close(_)) | Err(_)) | None => return NORMAL,
             },
+            Some(frame) = deltas.next() => session.delta(&frame, out).await,
             received = session.recv() => session.live(received, out).await,
         };
         match handled {

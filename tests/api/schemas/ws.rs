@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use agon::push::frames::{Track, control};
+use agon::push::frames::{Track, control, delta};
+use agon::runner::Delta;
 use agon_aggregates::debate::DebateEvent;
 use agon_aggregates::wire::{self, Stored};
 use agon_projections::Cursor;
@@ -69,6 +70,23 @@ fn frames() -> BTreeMap<String, Value> {
         at,
     );
     found.insert("error".to_owned(), serde_json::from_str(&error).unwrap());
+    let piece = delta(&Delta {
+        debate_id: id.to_owned(),
+        created_by: Some("user-1".to_owned()),
+        org_id: None,
+        round: 1,
+        phase: "opening".to_owned(),
+        agent: "claude".to_owned(),
+        attempt: 1,
+        seq: 0,
+        text: "Rust's ownership model ".to_owned(),
+        at: Utc.with_ymd_and_hms(2027, 1, 15, 8, 31, 59).unwrap()
+            + chrono::Duration::milliseconds(500),
+    });
+    found.insert(
+        "agent.delta".to_owned(),
+        serde_json::from_str(&piece.json).unwrap(),
+    );
     found
 }
 

@@ -80,6 +80,8 @@ impl Serve {
         command
             .args(&self.args)
             .env_clear()
+            // Demo agents answer at once unless a test watches them write.
+            .env("SERVICE_DEMO_DELTA_DELAY_MS", "0")
             .envs(self.envs)
             .kill_on_drop(true);
         if let Some(stdout) = self.stdout {

@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod binary;
 pub mod provider;
 pub mod smtp;
+pub mod sse;
 pub mod tally;
 
 use std::sync::{Arc, Mutex};

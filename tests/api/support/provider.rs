@@ -53,6 +53,8 @@ pub struct Call {
     pub phase: String,
     pub round: u32,
     pub topic: String,
+    /// The request asked for a stream (`"stream": true`).
+    pub stream: bool,
 }
 
 impl Call {
@@ -76,6 +78,9 @@ pub enum Behavior {
     ServerError,
     /// 200 with a body cut off mid-JSON.
     Malformed,
+    /// A streamed answer that stops after its first piece, without its
+    /// end event: the server closes mid-stream.
+    CutOff,
     /// Sleeps, then behaves.
     Slow(Duration, Box<Behavior>),
     /// Waits until [`FakeProvider::release`], then behaves.
@@ -238,6 +243,7 @@ fn read_call(n: usize, path: &str, headers: &HeaderMap, body: &Value) -> Call {
         phase: between(&prompt, "Phase: ", ".\n").to_owned(),
         round: between(&prompt, "Round ", " of").parse().unwrap_or(0),
         topic: between(&prompt, "Topic: ", "\n").to_owned(),
+        stream: body["stream"] == json!(true),
         prompt,
     }
 }
@@ -273,6 +279,9 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 }
 
 fn success(call: &Call, text: &str) -> Response {
+    if call.stream {
+        return super::sse::event_stream(super::sse::stream_events(call, text, true));
+    }
     let body = match call.wire {
         Wire::Anthropic => json!({
             "id": format!("msg_fake_{}", call.n),
@@ -368,6 +377,10 @@ async fn handle(
             Behavior::Text(text) => return success(&call, &text),
             Behavior::RateLimited => return rate_limited(&call),
             Behavior::ServerError => return server_error(&call),
+            Behavior::CutOff => {
+                let events = super::sse::stream_events(&call, &answer_text(&call), false);
+                return super::sse::event_stream(events);
+            }
             Behavior::Malformed => {
                 let cut = r#"{"id":"msg_fake","type":"message","content":[{"type":"text","te"#;
                 return (
