@@ -5,7 +5,6 @@
 //! asked for it; others get 404. The view here is also the pull request
 //! review's (`scm.rs`).
 
-use agon_aggregates::Refusal;
 use agon_aggregates::review::{ReviewComment, ReviewKind};
 use agon_projections::reviews::ReviewDoc;
 use axum::Json;
@@ -13,7 +12,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use chrono::SecondsFormat;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
@@ -22,7 +20,6 @@ use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::routes::{RouteSpec, Routes};
 use crate::auth::Caller;
-use crate::debates::CreateError;
 use crate::review::{Material, ReviewRequest, Reviews, ReviewsError};
 use crate::scm::Scm;
 
@@ -133,30 +130,11 @@ impl From<ReviewDoc> for ReviewView {
     }
 }
 
-fn field_error(field: &str, reason: impl Into<String>) -> ApiError {
-    let reason = reason.into();
-    ApiError::validation(
-        format!("{field}: {reason}"),
-        json!({"field": field, "reason": reason}),
-    )
-}
-
 impl From<ReviewsError> for ApiError {
     fn from(error: ReviewsError) -> Self {
         match error {
-            ReviewsError::Invalid { field, reason } => field_error(field, reason),
-            ReviewsError::Debate(e) => match e {
-                CreateError::Invalid { field, reason } => field_error(&field, reason),
-                CreateError::Unserved { field, reason } => ApiError::BadRequest {
-                    message: format!("{field}: {reason}"),
-                    details: json!({"field": field, "reason": reason}),
-                },
-                CreateError::Rejected(rule) => {
-                    ApiError::rejected(&Refusal::of(&rule), rule.field())
-                }
-                CreateError::Store(e) => e.into(),
-                e @ CreateError::Contended => ApiError::Unavailable(e.to_string()),
-            },
+            ReviewsError::Invalid { field, reason } => ApiError::field(field, reason),
+            ReviewsError::Debate(e) => e.into(),
             ReviewsError::Store(e) => e.into(),
             e @ (ReviewsError::Contended | ReviewsError::NotShown(_)) => {
                 ApiError::Unavailable(e.to_string())

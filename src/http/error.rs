@@ -108,6 +108,16 @@ impl ApiError {
         }
     }
 
+    /// A 422 naming `field`, its message `field: reason` so that every error
+    /// form (the v1 and v2 ones carry only a message) keeps both.
+    pub fn field(field: &str, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        ApiError::validation(
+            format!("{field}: {reason}"),
+            serde_json::json!({"field": field, "reason": reason}),
+        )
+    }
+
     fn report(self) -> ErrorReport {
         let message = self.to_string();
         let (status, code) = match &self {

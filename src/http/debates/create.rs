@@ -90,14 +90,24 @@ pub struct CreatedDebate {
     pub created_at: DateTime<Utc>,
 }
 
-/// A 422 naming `field`, its message `field: reason` so that every error
-/// form (the v1 and v2 ones carry only a message) keeps both.
+/// A 422 naming `field` ([`ApiError::field`]).
 pub(super) fn field_error(field: &str, reason: impl Into<String>) -> ApiError {
-    let reason = reason.into();
-    ApiError::validation(
-        format!("{field}: {reason}"),
-        json!({"field": field, "reason": reason}),
-    )
+    ApiError::field(field, reason)
+}
+
+impl From<CreateError> for ApiError {
+    fn from(error: CreateError) -> Self {
+        match error {
+            CreateError::Invalid { field, reason } => ApiError::field(&field, reason),
+            CreateError::Unserved { field, reason } => ApiError::BadRequest {
+                message: format!("{field}: {reason}"),
+                details: json!({"field": field, "reason": reason}),
+            },
+            CreateError::Rejected(rule) => ApiError::rejected(&Refusal::of(&rule), rule.field()),
+            CreateError::Store(e) => e.into(),
+            e @ CreateError::Contended => ApiError::Unavailable(e.to_string()),
+        }
+    }
 }
 
 /// Two spellings of one field: a body gives at most one (`null` is not
@@ -209,19 +219,7 @@ pub async fn create_debate(
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let debate = debates
-        .create(new, Some(&caller), request_id)
-        .await
-        .map_err(|e| match e {
-            CreateError::Invalid { field, reason } => field_error(&field, reason),
-            CreateError::Unserved { field, reason } => ApiError::BadRequest {
-                message: format!("{field}: {reason}"),
-                details: json!({"field": field, "reason": reason}),
-            },
-            CreateError::Rejected(rule) => ApiError::rejected(&Refusal::of(&rule), rule.field()),
-            CreateError::Store(e) => e.into(),
-            CreateError::Contended => ApiError::Unavailable(CreateError::Contended.to_string()),
-        })?;
+    let debate = debates.create(new, Some(&caller), request_id).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedDebate {
