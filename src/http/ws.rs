@@ -120,14 +120,13 @@ async fn ws_upgrade(
         Tier::Starter | Tier::Professional => caps.pro,
         Tier::Enterprise => caps.enterprise,
     };
-    let slot = push
-        .admit(caller.user_id.as_str(), cap)
-        .map_err(|error| match error {
-            PushError::TooManyConnections { cap } => ApiError::Forbidden(format!(
-                "WebSocket connection limit reached: {cap} per user for this tier"
-            )),
-            other => ApiError::Internal(Box::new(other)),
-        })?;
+    let slot = push.admit(&caller, cap).map_err(|error| match error {
+        PushError::TooManyConnections { cap } => ApiError::Forbidden(format!(
+            "WebSocket connection limit reached: {cap} per user for this tier"
+        )),
+        PushError::Ended => ApiError::Unauthorized("The session has ended".to_owned()),
+        other => ApiError::Internal(Box::new(other)),
+    })?;
     let start = Start {
         debate_id: query.debate_id,
         all: query.all.unwrap_or(false),
@@ -160,9 +159,14 @@ async fn authenticate(
     peer: Option<SocketAddr>,
 ) -> Result<Caller, ApiError> {
     if let Some(ticket) = &query.ticket {
-        return push
-            .redeem(ticket)
-            .ok_or_else(|| ApiError::Unauthorized("Invalid or expired ticket".to_owned()));
+        let refused = || ApiError::Unauthorized("Invalid or expired ticket".to_owned());
+        let caller = push.redeem(ticket).ok_or_else(refused)?;
+        // The session or key may have ended since the ticket was issued.
+        return match auth.still_valid(&caller).await {
+            Ok(true) => Ok(caller),
+            Ok(false) => Err(refused()),
+            Err(error) => Err(ApiError::from(&error)),
+        };
     }
     let presented = match (&query.token, subprotocol_token(headers)) {
         (Some(token), _) if !token.trim().is_empty() => Presented::Bearer(token.trim().to_owned()),
@@ -217,12 +221,14 @@ pub struct WsTicket {
 /// A single-use ticket to open `/ws` without a credential in the URL.
 #[utoipa::path(post, path = "/api/ws/ticket", tag = "events",
     responses((status = 200, body = WsTicket), (status = 401, description = "No valid credential")))]
-async fn ws_ticket(State(push): State<Push>, caller: Caller) -> Json<WsTicket> {
-    let (ticket, ttl) = push.issue_ticket(caller);
-    Json(WsTicket {
+async fn ws_ticket(State(push): State<Push>, caller: Caller) -> Result<Json<WsTicket>, ApiError> {
+    let (ticket, ttl) = push
+        .issue_ticket(caller)
+        .map_err(|_| ApiError::Unauthorized("The session has ended".to_owned()))?;
+    Ok(Json(WsTicket {
         ticket,
         expires_in: ttl.as_secs(),
-    })
+    }))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

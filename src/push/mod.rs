@@ -8,6 +8,7 @@
 //! reconnects with `since=<position>` gets every frame after it, once, in
 //! feed order; a slow client is closed, never waited for.
 
+pub mod ends;
 pub mod frames;
 pub mod hub;
 pub mod session;
@@ -15,11 +16,12 @@ pub mod session;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
+use self::ends::{Ends, Registration};
 use self::hub::{Hub, HubConsumer};
 pub use self::session::{Listening, Outbox, Session, Start};
 use crate::auth::Caller;
@@ -36,6 +38,9 @@ pub const CONNECTIONS_GAUGE: &str = "service_websocket_connections";
 pub enum PushError {
     #[error("at most {cap} WebSocket connections per user in this tier")]
     TooManyConnections { cap: u32 },
+    /// The caller's session or key ended, or the user was disabled.
+    #[error("the session has ended")]
+    Ended,
     #[error("no event has position {0}")]
     UnknownPosition(i64),
     #[error(transparent)]
@@ -95,7 +100,8 @@ struct Inner {
     /// The agents' streamed text, from every replica.
     deltas: Ephemeral,
     users: Mutex<HashMap<String, u32>>,
-    tickets: Mutex<HashMap<String, (Caller, Instant)>>,
+    /// Credentials of open sockets and tickets, closed when they end.
+    ends: Arc<Ends>,
     counters: Counters,
     closing: CancellationToken,
 }
@@ -110,8 +116,10 @@ impl Push {
         deltas: Ephemeral,
         delta_ring: usize,
     ) -> Self {
+        let ends = Arc::new(Ends::default());
         Self(Arc::new(Inner {
-            hub: Arc::new(Hub::new(log.clone(), delta_ring)),
+            hub: Arc::new(Hub::new(log.clone(), delta_ring, ends.clone())),
+            ends,
             deltas,
             settings,
             allowed_origins,
@@ -119,7 +127,6 @@ impl Push {
             debates,
             clock,
             users: Mutex::default(),
-            tickets: Mutex::default(),
             counters: Counters::default(),
             closing: CancellationToken::new(),
         }))
@@ -178,12 +185,18 @@ impl Push {
         self.0.hub.running() && !self.0.closing.is_cancelled()
     }
 
-    /// Takes one of `user`'s `cap` sockets; the slot frees it when dropped.
-    pub fn admit(&self, user: &str, cap: u32) -> Result<Slot, PushError> {
+    /// Takes one of the caller's `cap` sockets; the slot frees it when
+    /// dropped, and its `ended` token fires when the caller's session or
+    /// key ends or the user is disabled.
+    pub fn admit(&self, caller: &Caller, cap: u32) -> Result<Slot, PushError> {
+        let user = caller.user_id.as_str();
+        let registration = self.0.ends.register(caller).ok_or(PushError::Ended)?;
         {
             let mut users = self.0.users.lock().unwrap_or_else(PoisonError::into_inner);
             let open = users.entry(user.to_owned()).or_insert(0);
             if *open >= cap {
+                drop(users);
+                self.0.ends.unregister(&registration);
                 return Err(PushError::TooManyConnections { cap });
             }
             *open += 1;
@@ -193,34 +206,26 @@ impl Push {
         Ok(Slot {
             push: self.clone(),
             user: user.to_owned(),
+            registration,
         })
     }
 
     /// A single-use ticket standing for `caller` for the ticket lifetime:
     /// a browser opens its socket with `?ticket=` instead of a credential.
-    pub fn issue_ticket(&self, caller: Caller) -> (String, Duration) {
+    /// `Ended` when the caller's credential has already ended.
+    pub fn issue_ticket(&self, caller: Caller) -> Result<(String, Duration), PushError> {
         let ttl = self.0.settings.ticket_ttl;
         let ticket = crate::crypto::secrets::random_token(32);
-        let now = Instant::now();
-        let mut tickets = self
-            .0
-            .tickets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        tickets.retain(|_, (_, expires)| *expires > now);
-        tickets.insert(ticket.clone(), (caller, now + ttl));
-        (ticket, ttl)
+        if !self.0.ends.issue(ticket.clone(), caller, ttl) {
+            return Err(PushError::Ended);
+        }
+        Ok((ticket, ttl))
     }
 
-    /// The caller a ticket stands for, once, before it expires.
+    /// The caller a ticket stands for, once, before it expires and while
+    /// its credential lasts.
     pub fn redeem(&self, ticket: &str) -> Option<Caller> {
-        let mut tickets = self
-            .0
-            .tickets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let (caller, expires) = tickets.remove(ticket)?;
-        (expires > Instant::now()).then_some(caller)
+        self.0.ends.redeem(ticket)
     }
 
     pub fn stats(&self) -> Stats {
@@ -265,11 +270,20 @@ impl Push {
 pub struct Slot {
     push: Push,
     user: String,
+    registration: Registration,
+}
+
+impl Slot {
+    /// Fires when the caller's credential ends: the socket closes (4401).
+    pub fn ended(&self) -> &CancellationToken {
+        &self.registration.ended
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let inner = &self.push.0;
+        inner.ends.unregister(&self.registration);
         let mut users = inner.users.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(open) = users.get_mut(&self.user) {
             *open = open.saturating_sub(1);

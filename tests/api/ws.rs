@@ -20,6 +20,8 @@ use crate::support::accounts::{call, signed_in};
 use crate::support::binary::Serve;
 use crate::support::{Kind, LoopbackServer, TEST_TOKEN, on_both_backends};
 
+mod access;
+
 pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 on_both_backends! {
