@@ -28,7 +28,7 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::ratelimit::{Endpoint, PathLimit, Principal, Tier};
+use super::ratelimit::{Endpoint, PathLimit, Principal, Tier, Verdict};
 use super::routes::{RouteSpec, Routes};
 use super::state::ApiState;
 use crate::auth::{Auth, Caller, Presented};
@@ -87,7 +87,8 @@ pub struct WsQuery {
         (status = 101, description = "Switching to the WebSocket protocol"),
         (status = 400, description = "Not a WebSocket upgrade, or a bad query"),
         (status = 401, description = "No valid credential"),
-        (status = 403, description = "Origin not allowed, or the tier's connection cap is reached"),
+        (status = 403, description = "Origin not allowed"),
+        (status = 429, description = "The tier's connection cap is reached (`Retry-After`: the heartbeat)"),
     ))]
 async fn ws_upgrade(
     State(push): State<Push>,
@@ -121,8 +122,13 @@ async fn ws_upgrade(
         Tier::Enterprise => caps.enterprise,
     };
     let slot = push.admit(&caller, cap).map_err(|error| match error {
-        PushError::TooManyConnections { cap } => ApiError::Forbidden(format!(
-            "WebSocket connection limit reached: {cap} per user for this tier"
+        // A limit, not a permission: 429 in the rate-limit form. A socket
+        // whose client vanished is closed by the next heartbeat, so that is
+        // when to try again at the latest.
+        PushError::TooManyConnections { cap } => ApiError::RateLimited(Verdict::capped(
+            "ws_connections",
+            cap,
+            push.settings().heartbeat,
         )),
         PushError::Ended => ApiError::Unauthorized("The session has ended".to_owned()),
         other => ApiError::Internal(Box::new(other)),
