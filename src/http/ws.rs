@@ -271,6 +271,10 @@ pub struct WsStats {
     pub messages_sent: u64,
     /// Clients closed as slow consumers (4008) since start.
     pub dropped_slow_clients: u64,
+    /// Streamed-text frames (`agent.delta`) a client did not get since
+    /// start: its send buffer was half full, or it fell behind the ring of
+    /// pieces (`SERVICE_DELTA_BUFFER`). The recorded message follows them.
+    pub dropped_deltas: u64,
     pub heartbeat_seconds: u64,
     pub max_message_size: usize,
     pub send_buffer: usize,
@@ -287,6 +291,7 @@ async fn ws_stats(State(push): State<Push>) -> Json<WsStats> {
         subscriptions: stats.subscriptions,
         messages_sent: stats.messages_sent,
         dropped_slow_clients: stats.dropped_slow_clients,
+        dropped_deltas: stats.dropped_deltas,
         heartbeat_seconds: settings.heartbeat.as_secs(),
         max_message_size: settings.max_message_size,
         send_buffer: settings.send_buffer,

@@ -81,7 +81,8 @@ pub struct Stats {
     pub subscriptions: i64,
     pub messages_sent: u64,
     pub dropped_slow_clients: u64,
-    /// Delta frames not sent to a client whose buffer was half full.
+    /// Delta frames a client did not get: its buffer was half full, or it
+    /// fell behind the ring of pieces.
     pub dropped_deltas: u64,
 }
 
@@ -146,8 +147,7 @@ impl Push {
     pub async fn start(&self, stop: &CancellationToken) -> Result<Arc<dyn Consumer>, StoreError> {
         self.0.hub.place(self.0.log.feed_head().await?);
         self.0.hub.set_running(true);
-        let (mut incoming, hub, until) =
-            (self.0.deltas.subscribe(), self.0.hub.clone(), stop.clone());
+        let (mut incoming, push, until) = (self.0.deltas.subscribe(), self.clone(), stop.clone());
         tokio::spawn(async move {
             loop {
                 let payload = tokio::select! {
@@ -157,11 +157,13 @@ impl Push {
                 match payload {
                     Ok(payload) => {
                         if let Some(delta) = crate::runner::Delta::decode(&payload) {
-                            hub.send_delta(frames::delta(&delta));
+                            push.0.hub.send_delta(frames::delta(&delta));
                         }
                     }
                     // Pieces lost to a full ring: a preview, not the truth.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(lost)) => {
+                        push.dropped_deltas(lost);
+                    }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
             }
@@ -249,12 +251,12 @@ impl Push {
         self.0.counters.dropped_slow.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Counts a delta frame a busy client did not get.
-    fn dropped_delta(&self) {
+    /// Counts delta frames a client did not get (busy, or behind the ring).
+    fn dropped_deltas(&self, count: u64) {
         self.0
             .counters
             .dropped_deltas
-            .fetch_add(1, Ordering::AcqRel);
+            .fetch_add(count, Ordering::AcqRel);
     }
 
     fn subscriptions(&self, change: i64) {

@@ -332,6 +332,10 @@ async fn slow_client_is_cut_off(kind: Kind) {
         }
     }
     assert_eq!(dropped, 1, "the slow client was never cut off");
+    // On its way from half full to full, its buffer took no more streamed
+    // text: pieces are dropped (and counted) before a client is cut off.
+    let stats = crate::support::accounts::admin_get(&live.app.base, "/api/ws/stats").await;
+    assert!(stats["dropped_deltas"].as_u64().unwrap() > 0, "{stats}");
     // What reached the slow client's buffers ends with the slow-consumer close.
     let mut close = None;
     while let Ok(Some(message)) = tokio::time::timeout(Duration::from_secs(30), slow.next()).await {
