@@ -19,18 +19,21 @@ on_both_backends! {
     ended_sessions_and_keys_close_sockets => ended_sessions_and_keys_close_sockets;
 }
 
-/// The close code the server sends (skipping frames before it).
+/// The close code the server sends (skipping frames and the heartbeat's
+/// pings before it), within 60 s in all.
 async fn close_code(socket: &mut Socket) -> u16 {
-    loop {
-        let message = tokio::time::timeout(std::time::Duration::from_secs(60), socket.next())
-            .await
-            .expect("not closed within 60 s");
-        match message {
-            Some(Ok(Message::Close(Some(frame)))) => return frame.code.into(),
-            Some(Ok(Message::Close(None)) | Err(_)) | None => panic!("closed without a code"),
-            Some(Ok(_)) => {}
+    let closed = async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Close(Some(frame)))) => return frame.code.into(),
+                Some(Ok(Message::Close(None)) | Err(_)) | None => panic!("closed without a code"),
+                Some(Ok(_)) => {}
+            }
         }
-    }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), closed)
+        .await
+        .expect("not closed within 60 s")
 }
 
 /// The socket still answers an application ping.
