@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use agon_aggregates::account::{AccountCommand, RevokeReason, Role};
 use agon_aggregates::ids::{OrgId, SessionId, UserId};
-use agon_projections::{Accounts, Sessions};
+use agon_projections::{Accounts, ApiKeys, Sessions};
 
 use super::activity::recent;
 use super::caller::STATIC_TOKEN_USER;
@@ -132,6 +132,26 @@ impl Auth {
                 session_id: SessionId::from_trusted(session_id),
             },
         })
+    }
+
+    /// Whether the credential `caller` was identified by still stands: its
+    /// session not ended, its API key live and its account enabled. For a
+    /// caller identified a while ago (a WebSocket ticket).
+    pub async fn still_valid(&self, caller: &Caller) -> Result<bool, AuthError> {
+        match &caller.credential {
+            Credential::Session { session_id } => Ok(self
+                .docs()
+                .get::<Sessions>(session_id.as_str())
+                .await?
+                .is_none_or(|session| session.revoked_at.is_none())),
+            Credential::ApiKey { key_id } => {
+                let key = self.docs().get::<ApiKeys>(key_id).await?;
+                let account = self.docs().get::<Accounts>(caller.user_id.as_str()).await?;
+                Ok(key.is_some_and(|key| key.is_live())
+                    && account.is_some_and(|account| !account.disabled))
+            }
+            Credential::StaticToken | Credential::ServiceHeaders => Ok(true),
+        }
     }
 
     /// Ends a session unused for longer than the inactivity timeout, else

@@ -28,7 +28,7 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::ratelimit::{Endpoint, PathLimit, Principal, Tier};
+use super::ratelimit::{Endpoint, PathLimit, Principal, Tier, Verdict};
 use super::routes::{RouteSpec, Routes};
 use super::state::ApiState;
 use crate::auth::{Auth, Caller, Presented};
@@ -87,7 +87,8 @@ pub struct WsQuery {
         (status = 101, description = "Switching to the WebSocket protocol"),
         (status = 400, description = "Not a WebSocket upgrade, or a bad query"),
         (status = 401, description = "No valid credential"),
-        (status = 403, description = "Origin not allowed, or the tier's connection cap is reached"),
+        (status = 403, description = "Origin not allowed"),
+        (status = 429, description = "The tier's connection cap is reached (`Retry-After`: the heartbeat)"),
     ))]
 async fn ws_upgrade(
     State(push): State<Push>,
@@ -120,14 +121,18 @@ async fn ws_upgrade(
         Tier::Starter | Tier::Professional => caps.pro,
         Tier::Enterprise => caps.enterprise,
     };
-    let slot = push
-        .admit(caller.user_id.as_str(), cap)
-        .map_err(|error| match error {
-            PushError::TooManyConnections { cap } => ApiError::Forbidden(format!(
-                "WebSocket connection limit reached: {cap} per user for this tier"
-            )),
-            other => ApiError::Internal(Box::new(other)),
-        })?;
+    let slot = push.admit(&caller, cap).map_err(|error| match error {
+        // A limit, not a permission: 429 in the rate-limit form. A socket
+        // whose client vanished is closed by the next heartbeat, so that is
+        // when to try again at the latest.
+        PushError::TooManyConnections { cap } => ApiError::RateLimited(Verdict::capped(
+            "ws_connections",
+            cap,
+            push.settings().heartbeat,
+        )),
+        PushError::Ended => ApiError::Unauthorized("The session has ended".to_owned()),
+        other => ApiError::Internal(Box::new(other)),
+    })?;
     let start = Start {
         debate_id: query.debate_id,
         all: query.all.unwrap_or(false),
@@ -160,9 +165,14 @@ async fn authenticate(
     peer: Option<SocketAddr>,
 ) -> Result<Caller, ApiError> {
     if let Some(ticket) = &query.ticket {
-        return push
-            .redeem(ticket)
-            .ok_or_else(|| ApiError::Unauthorized("Invalid or expired ticket".to_owned()));
+        let refused = || ApiError::Unauthorized("Invalid or expired ticket".to_owned());
+        let caller = push.redeem(ticket).ok_or_else(refused)?;
+        // The session or key may have ended since the ticket was issued.
+        return match auth.still_valid(&caller).await {
+            Ok(true) => Ok(caller),
+            Ok(false) => Err(refused()),
+            Err(error) => Err(ApiError::from(&error)),
+        };
     }
     let presented = match (&query.token, subprotocol_token(headers)) {
         (Some(token), _) if !token.trim().is_empty() => Presented::Bearer(token.trim().to_owned()),
@@ -217,12 +227,14 @@ pub struct WsTicket {
 /// A single-use ticket to open `/ws` without a credential in the URL.
 #[utoipa::path(post, path = "/api/ws/ticket", tag = "events",
     responses((status = 200, body = WsTicket), (status = 401, description = "No valid credential")))]
-async fn ws_ticket(State(push): State<Push>, caller: Caller) -> Json<WsTicket> {
-    let (ticket, ttl) = push.issue_ticket(caller);
-    Json(WsTicket {
+async fn ws_ticket(State(push): State<Push>, caller: Caller) -> Result<Json<WsTicket>, ApiError> {
+    let (ticket, ttl) = push
+        .issue_ticket(caller)
+        .map_err(|_| ApiError::Unauthorized("The session has ended".to_owned()))?;
+    Ok(Json(WsTicket {
         ticket,
         expires_in: ttl.as_secs(),
-    })
+    }))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -259,6 +271,10 @@ pub struct WsStats {
     pub messages_sent: u64,
     /// Clients closed as slow consumers (4008) since start.
     pub dropped_slow_clients: u64,
+    /// Streamed-text frames (`agent.delta`) a client did not get since
+    /// start: its send buffer was half full, or it fell behind the ring of
+    /// pieces (`SERVICE_DELTA_BUFFER`). The recorded message follows them.
+    pub dropped_deltas: u64,
     pub heartbeat_seconds: u64,
     pub max_message_size: usize,
     pub send_buffer: usize,
@@ -275,6 +291,7 @@ async fn ws_stats(State(push): State<Push>) -> Json<WsStats> {
         subscriptions: stats.subscriptions,
         messages_sent: stats.messages_sent,
         dropped_slow_clients: stats.dropped_slow_clients,
+        dropped_deltas: stats.dropped_deltas,
         heartbeat_seconds: settings.heartbeat.as_secs(),
         max_message_size: settings.max_message_size,
         send_buffer: settings.send_buffer,

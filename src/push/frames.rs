@@ -23,7 +23,7 @@ pub const FRAME_VERSION: u32 = 1;
 pub const DELTA: &str = "agent.delta";
 
 /// The frame types a client may filter on (`kinds` in a subscribe).
-pub const EVENT_KINDS: [&str; 10] = [
+pub const EVENT_KINDS: [&str; 13] = [
     DELTA,
     "debate_start",
     "round_start",
@@ -33,6 +33,9 @@ pub const EVENT_KINDS: [&str; 10] = [
     "vote",
     "consensus",
     "warning",
+    "checkpoint",
+    "debate_paused",
+    "debate_resumed",
     "debate_end",
 ];
 
@@ -331,10 +334,30 @@ impl Track {
                 let data = self.end("failed", Some(reason), *at);
                 push("debate_end", *at, data);
             }
-            // Operational steps with no frame of their own.
-            DebateEvent::CheckpointCreated { .. }
-            | DebateEvent::DebatePaused { .. }
-            | DebateEvent::DebateResumed { .. } => {}
+            DebateEvent::CheckpointCreated {
+                checkpoint_id,
+                round,
+                phase,
+                messages,
+                at,
+            } => push(
+                "checkpoint",
+                *at,
+                json!({
+                    "checkpoint_id": checkpoint_id,
+                    "round": round,
+                    "phase": phase,
+                    "messages": messages,
+                }),
+            ),
+            DebateEvent::DebatePaused { checkpoint_id, at } => push(
+                "debate_paused",
+                *at,
+                json!({"status": "paused", "checkpoint_id": checkpoint_id}),
+            ),
+            DebateEvent::DebateResumed { at } => {
+                push("debate_resumed", *at, json!({"status": "running"}));
+            }
         }
         frames
     }

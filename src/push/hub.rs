@@ -19,6 +19,7 @@ use agon_projections::{Cursor, EventRecord};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
+use super::ends::Ends;
 use super::frames::{Frame, Track};
 use crate::bus::{Consumer, ConsumerError};
 use crate::store::{EventLog, StoreError};
@@ -112,11 +113,14 @@ pub struct Hub {
     /// Streamed text (`agent.delta`): not in the log, so not in the batches;
     /// a socket behind this ring loses the oldest pieces.
     deltas: broadcast::Sender<Arc<Frame>>,
+    /// Sockets and tickets to end when an account event ends their access.
+    ends: Arc<Ends>,
 }
 
 impl Hub {
-    pub fn new(log: EventLog, delta_ring: usize) -> Self {
+    pub fn new(log: EventLog, delta_ring: usize, ends: Arc<Ends>) -> Self {
         Self {
+            ends,
             deltas: broadcast::channel(delta_ring.max(1)).0,
             sender: broadcast::channel(RING).0,
             cursor: Mutex::new(Cursor::START),
@@ -196,7 +200,11 @@ impl Consumer for HubConsumer {
         {
             let mut tracks = self.0.tracks.lock().await;
             for (done, record) in batch.iter().enumerate() {
-                match tracks.frames(record).await {
+                let framed = match self.0.ends.observe(record) {
+                    Ok(()) => tracks.frames(record).await,
+                    Err(error) => Err(error),
+                };
+                match framed {
                     Ok(more) => frames.extend(more),
                     Err(error) => {
                         // What came before is sent; the bus retries the rest.

@@ -8,6 +8,7 @@
 //! reconnects with `since=<position>` gets every frame after it, once, in
 //! feed order; a slow client is closed, never waited for.
 
+pub mod ends;
 pub mod frames;
 pub mod hub;
 pub mod session;
@@ -15,11 +16,12 @@ pub mod session;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
+use self::ends::{Ends, Registration};
 use self::hub::{Hub, HubConsumer};
 pub use self::session::{Listening, Outbox, Session, Start};
 use crate::auth::Caller;
@@ -36,6 +38,9 @@ pub const CONNECTIONS_GAUGE: &str = "service_websocket_connections";
 pub enum PushError {
     #[error("at most {cap} WebSocket connections per user in this tier")]
     TooManyConnections { cap: u32 },
+    /// The caller's session or key ended, or the user was disabled.
+    #[error("the session has ended")]
+    Ended,
     #[error("no event has position {0}")]
     UnknownPosition(i64),
     #[error(transparent)]
@@ -76,7 +81,8 @@ pub struct Stats {
     pub subscriptions: i64,
     pub messages_sent: u64,
     pub dropped_slow_clients: u64,
-    /// Delta frames not sent to a client whose buffer was half full.
+    /// Delta frames a client did not get: its buffer was half full, or it
+    /// fell behind the ring of pieces.
     pub dropped_deltas: u64,
 }
 
@@ -95,7 +101,8 @@ struct Inner {
     /// The agents' streamed text, from every replica.
     deltas: Ephemeral,
     users: Mutex<HashMap<String, u32>>,
-    tickets: Mutex<HashMap<String, (Caller, Instant)>>,
+    /// Credentials of open sockets and tickets, closed when they end.
+    ends: Arc<Ends>,
     counters: Counters,
     closing: CancellationToken,
 }
@@ -110,8 +117,10 @@ impl Push {
         deltas: Ephemeral,
         delta_ring: usize,
     ) -> Self {
+        let ends = Arc::new(Ends::default());
         Self(Arc::new(Inner {
-            hub: Arc::new(Hub::new(log.clone(), delta_ring)),
+            hub: Arc::new(Hub::new(log.clone(), delta_ring, ends.clone())),
+            ends,
             deltas,
             settings,
             allowed_origins,
@@ -119,7 +128,6 @@ impl Push {
             debates,
             clock,
             users: Mutex::default(),
-            tickets: Mutex::default(),
             counters: Counters::default(),
             closing: CancellationToken::new(),
         }))
@@ -139,8 +147,7 @@ impl Push {
     pub async fn start(&self, stop: &CancellationToken) -> Result<Arc<dyn Consumer>, StoreError> {
         self.0.hub.place(self.0.log.feed_head().await?);
         self.0.hub.set_running(true);
-        let (mut incoming, hub, until) =
-            (self.0.deltas.subscribe(), self.0.hub.clone(), stop.clone());
+        let (mut incoming, push, until) = (self.0.deltas.subscribe(), self.clone(), stop.clone());
         tokio::spawn(async move {
             loop {
                 let payload = tokio::select! {
@@ -150,11 +157,13 @@ impl Push {
                 match payload {
                     Ok(payload) => {
                         if let Some(delta) = crate::runner::Delta::decode(&payload) {
-                            hub.send_delta(frames::delta(&delta));
+                            push.0.hub.send_delta(frames::delta(&delta));
                         }
                     }
                     // Pieces lost to a full ring: a preview, not the truth.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(lost)) => {
+                        push.dropped_deltas(lost);
+                    }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
             }
@@ -178,12 +187,18 @@ impl Push {
         self.0.hub.running() && !self.0.closing.is_cancelled()
     }
 
-    /// Takes one of `user`'s `cap` sockets; the slot frees it when dropped.
-    pub fn admit(&self, user: &str, cap: u32) -> Result<Slot, PushError> {
+    /// Takes one of the caller's `cap` sockets; the slot frees it when
+    /// dropped, and its `ended` token fires when the caller's session or
+    /// key ends or the user is disabled.
+    pub fn admit(&self, caller: &Caller, cap: u32) -> Result<Slot, PushError> {
+        let user = caller.user_id.as_str();
+        let registration = self.0.ends.register(caller).ok_or(PushError::Ended)?;
         {
             let mut users = self.0.users.lock().unwrap_or_else(PoisonError::into_inner);
             let open = users.entry(user.to_owned()).or_insert(0);
             if *open >= cap {
+                drop(users);
+                self.0.ends.unregister(&registration);
                 return Err(PushError::TooManyConnections { cap });
             }
             *open += 1;
@@ -193,34 +208,26 @@ impl Push {
         Ok(Slot {
             push: self.clone(),
             user: user.to_owned(),
+            registration,
         })
     }
 
     /// A single-use ticket standing for `caller` for the ticket lifetime:
     /// a browser opens its socket with `?ticket=` instead of a credential.
-    pub fn issue_ticket(&self, caller: Caller) -> (String, Duration) {
+    /// `Ended` when the caller's credential has already ended.
+    pub fn issue_ticket(&self, caller: Caller) -> Result<(String, Duration), PushError> {
         let ttl = self.0.settings.ticket_ttl;
         let ticket = crate::crypto::secrets::random_token(32);
-        let now = Instant::now();
-        let mut tickets = self
-            .0
-            .tickets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        tickets.retain(|_, (_, expires)| *expires > now);
-        tickets.insert(ticket.clone(), (caller, now + ttl));
-        (ticket, ttl)
+        if !self.0.ends.issue(ticket.clone(), caller, ttl) {
+            return Err(PushError::Ended);
+        }
+        Ok((ticket, ttl))
     }
 
-    /// The caller a ticket stands for, once, before it expires.
+    /// The caller a ticket stands for, once, before it expires and while
+    /// its credential lasts.
     pub fn redeem(&self, ticket: &str) -> Option<Caller> {
-        let mut tickets = self
-            .0
-            .tickets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let (caller, expires) = tickets.remove(ticket)?;
-        (expires > Instant::now()).then_some(caller)
+        self.0.ends.redeem(ticket)
     }
 
     pub fn stats(&self) -> Stats {
@@ -244,12 +251,12 @@ impl Push {
         self.0.counters.dropped_slow.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Counts a delta frame a busy client did not get.
-    fn dropped_delta(&self) {
+    /// Counts delta frames a client did not get (busy, or behind the ring).
+    fn dropped_deltas(&self, count: u64) {
         self.0
             .counters
             .dropped_deltas
-            .fetch_add(1, Ordering::AcqRel);
+            .fetch_add(count, Ordering::AcqRel);
     }
 
     fn subscriptions(&self, change: i64) {
@@ -265,11 +272,20 @@ impl Push {
 pub struct Slot {
     push: Push,
     user: String,
+    registration: Registration,
+}
+
+impl Slot {
+    /// Fires when the caller's credential ends: the socket closes (4401).
+    pub fn ended(&self) -> &CancellationToken {
+        &self.registration.ended
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let inner = &self.push.0;
+        inner.ends.unregister(&self.registration);
         let mut users = inner.users.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(open) = users.get_mut(&self.user) {
             *open = open.saturating_sub(1);

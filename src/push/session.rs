@@ -102,16 +102,16 @@ pub struct Session {
 
 /// The live delta frames of this replica, for one socket.
 #[derive(Debug)]
-pub struct Deltas(broadcast::Receiver<Arc<Frame>>);
+pub struct Deltas(broadcast::Receiver<Arc<Frame>>, Push);
 
 impl Deltas {
     /// The next delta frame (cancel-safe); `None` once the hub is gone.
-    /// Pieces lost to a full ring are skipped.
+    /// Pieces lost to a full ring are skipped (and counted).
     pub async fn next(&mut self) -> Option<Arc<Frame>> {
         loop {
             match self.0.recv().await {
                 Ok(frame) => return Some(frame),
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Lagged(lost)) => self.1.dropped_deltas(lost),
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
@@ -164,7 +164,7 @@ impl Session {
             visible: HashMap::new(),
             last: head,
             receiver,
-            deltas: Some(Deltas(deltas)),
+            deltas: Some(Deltas(deltas, push.clone())),
         };
         if let Some(kinds) = start.kinds
             && !session.set_kinds(kinds, out)?
@@ -242,7 +242,7 @@ impl Session {
     /// socket on their account, and never holds up the agent writing.
     pub async fn delta(&mut self, frame: &Frame, out: &Outbox) -> Result<(), PushError> {
         if !out.has_room_for_extras() {
-            self.push.dropped_delta();
+            self.push.dropped_deltas(1);
             return Ok(());
         }
         self.offer(frame, out, false).await

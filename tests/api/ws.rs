@@ -20,6 +20,8 @@ use crate::support::accounts::{call, signed_in};
 use crate::support::binary::Serve;
 use crate::support::{Kind, LoopbackServer, TEST_TOKEN, on_both_backends};
 
+mod access;
+
 pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 on_both_backends! {
@@ -65,8 +67,15 @@ pub(crate) async fn connect(url: &str) -> Socket {
 
 /// The HTTP status a refused handshake answered.
 async fn refused(request: impl IntoClientRequest + Unpin) -> u16 {
+    refused_response(request).await.status().as_u16()
+}
+
+/// The answer to a refused handshake.
+async fn refused_response(
+    request: impl IntoClientRequest + Unpin,
+) -> tokio_tungstenite::tungstenite::http::Response<Option<Vec<u8>>> {
     match tokio_tungstenite::connect_async(request).await {
-        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status().as_u16(),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => *response,
         other => panic!("the handshake was not refused: {:?}", other.map(|r| r.1)),
     }
 }
@@ -237,9 +246,16 @@ async fn users_see_only_what_they_may_read_and_credentials_are_checked() {
         }
     }
 
-    // The tier cap (2 here): a third socket of Bob's is refused.
+    // The tier cap (2 here): a third socket of Bob's is refused, as a
+    // limit (429 in the rate-limit form, with Retry-After), not a permission.
     let mut second = connect(&format!("{}/ws?token={bob}", live.ws)).await;
-    assert_eq!(refused(format!("{}/ws?token={bob}", live.ws)).await, 403);
+    let over = refused_response(format!("{}/ws?token={bob}", live.ws)).await;
+    assert_eq!(over.status(), 429);
+    assert_eq!(over.headers()["retry-after"], "30", "the heartbeat");
+    let body: Value = serde_json::from_slice(over.body().as_deref().unwrap()).unwrap();
+    assert_eq!(body["code"], "RATE_LIMIT_EXCEEDED", "{body}");
+    assert_eq!(body["limit"], 2, "{body}");
+    assert_eq!(body["retry_after"], 30, "{body}");
     second.close(None).await.unwrap();
 
     // Bad credentials and foreign origins are refused before the upgrade.
@@ -316,6 +332,10 @@ async fn slow_client_is_cut_off(kind: Kind) {
         }
     }
     assert_eq!(dropped, 1, "the slow client was never cut off");
+    // On its way from half full to full, its buffer took no more streamed
+    // text: pieces are dropped (and counted) before a client is cut off.
+    let stats = crate::support::accounts::admin_get(&live.app.base, "/api/ws/stats").await;
+    assert!(stats["dropped_deltas"].as_u64().unwrap() > 0, "{stats}");
     // What reached the slow client's buffers ends with the slow-consumer close.
     let mut close = None;
     while let Ok(Some(message)) = tokio::time::timeout(Duration::from_secs(30), slow.next()).await {

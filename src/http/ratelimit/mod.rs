@@ -181,6 +181,23 @@ impl Verdict {
         }
     }
 
+    /// A refusal by a cap on what is open at once rather than by a rate
+    /// (a user's WebSocket connections): `limit` is the cap, nothing
+    /// remains, and `retry_after` is a hint, since a slot frees when one
+    /// of the caller's own connections ends.
+    pub fn capped(bucket: &str, limit: u32, retry_after: std::time::Duration) -> Self {
+        let wait = Micros::try_from(retry_after.as_micros()).unwrap_or(Micros::MAX);
+        Self {
+            bucket: bucket.to_owned(),
+            action: None,
+            allowed: false,
+            limit,
+            remaining: 0,
+            retry_after: wait,
+            reset_after: wait,
+        }
+    }
+
     /// Whole seconds to wait, at least 1 when refused.
     pub fn retry_after_secs(&self) -> u64 {
         let secs = self.retry_after.div_ceil(1_000_000);

@@ -4,7 +4,9 @@
 //!
 //! Close codes: 1000 normal, 1001 the service stops, 1008 a bad `since`,
 //! 1011 an internal error, 4008 slow consumer (its send buffer filled),
-//! 4009 missed heartbeat (no pong since the previous ping).
+//! 4009 missed heartbeat (no pong since the previous ping), 4401 session
+//! ended (the caller's session or API key ended, or the user was disabled:
+//! REST would now answer 401).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
@@ -27,6 +29,7 @@ pub const POLICY: u16 = 1008;
 pub const INTERNAL: u16 = 1011;
 pub const SLOW_CONSUMER: u16 = 4008;
 pub const MISSED_HEARTBEAT: u16 = 4009;
+pub const SESSION_ENDED: u16 = 4401;
 
 /// How long a close frame may take to go out before the socket is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -58,6 +61,7 @@ pub async fn serve(
     (start, listening): (Start, Listening),
     slot: Slot,
 ) {
+    let ended = slot.ended().clone();
     let _slot = slot;
     let (sink, mut stream) = socket.split();
     let (out, queue) = Outbox::new(push.settings().send_buffer);
@@ -69,7 +73,11 @@ pub async fn serve(
     let writer = tokio::spawn(write(sink, queue, push.clone(), shared.clone()));
     match Session::open(&push, caller, start, listening, &out).await {
         Ok(mut session) => {
-            let code = read(&mut stream, &mut session, &push, &out, &shared).await;
+            let code = tokio::select! {
+                biased;
+                () = ended.cancelled() => SESSION_ENDED,
+                code = read(&mut stream, &mut session, &push, &out, &shared) => code,
+            };
             shared.close(code);
         }
         Err(error) => {
@@ -203,6 +211,7 @@ async fn write(
     let reason = match code {
         SLOW_CONSUMER => "slow consumer",
         MISSED_HEARTBEAT => "missed heartbeat",
+        SESSION_ENDED => "session ended",
         GOING_AWAY => "service stopping",
         POLICY => "bad request",
         INTERNAL => "internal error",

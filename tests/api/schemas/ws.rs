@@ -49,6 +49,11 @@ fn frames() -> BTreeMap<String, Value> {
         debate_sample("VoteCast"),
         debate_sample("ConsensusComputed"),
         debate_sample("DebateCompleted"),
+        // Last, so that the published samples before them keep their
+        // positions; the mapping does not depend on the order.
+        debate_sample("CheckpointCreated"),
+        debate_sample("DebatePaused"),
+        debate_sample("DebateResumed"),
     ];
     let mut track = Track::default();
     let mut found = BTreeMap::new();
