@@ -50,16 +50,6 @@ impl From<ReviewComment> for CommentView {
     }
 }
 
-impl From<CommentView> for ReviewComment {
-    fn from(c: CommentView) -> Self {
-        Self {
-            path: c.path,
-            position: c.position,
-            body: c.body,
-        }
-    }
-}
-
 /// A review: while `status` is `in_progress` its debate runs; `completed`
 /// carries the action, body and comments; `failed` the reason;
 /// `submitted` is a review sent to the source host.
@@ -153,6 +143,8 @@ pub(super) fn request_id(headers: &HeaderMap) -> Option<String> {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SnippetReview {
+    /// Not blank.
+    #[schema(pattern = r"\S")]
     pub code: String,
     pub language: Option<String>,
     /// The file the snippet is from; comments name it (default `snippet`).
@@ -190,6 +182,7 @@ async fn review_snippet(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct DiffReview {
     /// A unified diff (`git diff` output).
+    #[schema(pattern = r"\S")]
     pub diff: String,
     pub focus: Option<String>,
 }
@@ -197,7 +190,7 @@ pub struct DiffReview {
 /// Starts a review of a unified diff; comments anchor at diff positions.
 #[utoipa::path(post, path = "/api/v1/code-review/diff", tag = "code-review",
     request_body = DiffReview,
-    responses((status = 202, body = ReviewView), (status = 422, description = "Empty, too large or not a diff")))]
+    responses((status = 202, body = ReviewView), (status = 422, description = "Blank or too large")))]
 async fn review_diff(
     State(reviews): State<Reviews>,
     caller: Caller,
@@ -219,8 +212,13 @@ async fn review_diff(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PullReview {
     /// `owner/name`.
+    #[schema(
+        pattern = r"^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\.\.[A-Za-z0-9._-]{1,98})/(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\.\.[A-Za-z0-9._-]{1,98})$"
+    )]
     pub repository: String,
-    pub pr_number: u64,
+    #[schema(minimum = 1, maximum = 2147483647)]
+    #[serde(deserialize_with = "super::whole::required")]
+    pub pr_number: i64,
     pub focus: Option<String>,
 }
 
@@ -241,7 +239,7 @@ async fn review_pull_request(
         &scm,
         &caller,
         &repository,
-        body.pr_number,
+        super::scm::pr_number(body.pr_number)?,
         body.focus,
         request_id(&headers),
     )
@@ -270,7 +268,9 @@ async fn review_result(
 #[into_params(parameter_in = Query)]
 pub struct HistoryQuery {
     /// Page size, default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
+    #[param(minimum = 0)]
     pub offset: Option<i32>,
 }
 

@@ -5,6 +5,7 @@
 //! (`SCM_WEBHOOK_SECRET`) in the service. Without `SCM_TOKEN`, answers that
 //! need the host say `demo: true` and carry no pull request data.
 
+use agon_aggregates::review::ReviewComment;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -15,7 +16,7 @@ use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
-use super::code_review::{CommentView, ReviewView, request_id};
+use super::code_review::{ReviewView, request_id};
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::routes::{RouteSpec, Routes};
@@ -71,6 +72,17 @@ impl From<ReceiveError> for ApiError {
             e @ ReceiveError::Contended => ApiError::Unavailable(e.to_string()),
         }
     }
+}
+
+/// Largest pull request number taken (the documents' bound).
+const MAX_PR_NUMBER: i64 = 2_147_483_647;
+
+/// A pull request number from 1 to [`MAX_PR_NUMBER`], or a 422 naming it.
+pub(super) fn pr_number(number: i64) -> Result<u64, ApiError> {
+    u64::try_from(number)
+        .ok()
+        .filter(|n| (1..=MAX_PR_NUMBER.unsigned_abs()).contains(n))
+        .ok_or_else(|| ApiError::field("pr_number", format!("must be 1 to {MAX_PR_NUMBER}")))
 }
 
 /// `owner/name`, or a 422 naming `repository`.
@@ -130,9 +142,14 @@ pub(super) async fn start_pull_review(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct StartPrReview {
+    #[schema(minimum = 1, maximum = 2147483647)]
+    #[serde(deserialize_with = "super::whole::required")]
+    pub pr_number: i64,
     /// `owner/name`.
+    #[schema(
+        pattern = r"^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\.\.[A-Za-z0-9._-]{1,98})/(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\.\.[A-Za-z0-9._-]{1,98})$"
+    )]
     pub repository: String,
-    pub pr_number: u64,
     /// `comprehensive` (default), `security`, `performance`, … : what the reviewers weigh most.
     pub review_type: Option<String>,
 }
@@ -154,7 +171,7 @@ async fn start_pr_review(
         &scm,
         &caller,
         &repository,
-        body.pr_number,
+        pr_number(body.pr_number)?,
         focus,
         request_id(&headers),
     )
@@ -165,7 +182,18 @@ async fn start_pr_review(
 #[into_params(parameter_in = Query)]
 pub struct RepositoryQuery {
     /// `owner/name`.
+    #[param(
+        pattern = r"^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\.\.[A-Za-z0-9._-]{1,98})/(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\.\.[A-Za-z0-9._-]{1,98})$"
+    )]
     pub repository: String,
+}
+
+/// A pull request, or the demo answer while `SCM_TOKEN` is unset.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PullOrDemo {
+    Pull(PullRequestView),
+    Demo(DemoAnswer),
 }
 
 /// A pull request as the host describes it.
@@ -212,14 +240,15 @@ impl PullRequestView {
 
 /// The pull request's details from the host.
 #[utoipa::path(get, path = "/api/v1/scm/pr/{pr_number}", tag = "scm",
-    params(("pr_number" = u64, Path), RepositoryQuery),
-    responses((status = 200, body = PullRequestView), (status = 404, description = "No such pull request on the host")))]
+    params(("pr_number" = i64, Path, minimum = 1, maximum = 2147483647), RepositoryQuery),
+    responses((status = 200, body = PullOrDemo), (status = 404, description = "No such pull request on the host")))]
 async fn read_pull_request(
     State(scm): State<Scm>,
     _caller: Caller,
-    ApiPath(pr_number): ApiPath<u64>,
+    ApiPath(number): ApiPath<i64>,
     ApiQuery(query): ApiQuery<RepositoryQuery>,
 ) -> Result<Response, ApiError> {
+    let pr_number = pr_number(number)?;
     let repository = repository(&query.repository)?;
     Ok(match scm.pull(&repository, pr_number).await? {
         Ok(pull) => Json(PullRequestView::new(&repository, pull)).into_response(),
@@ -256,14 +285,15 @@ pub struct PrReviews {
 /// The reviews of one pull request the caller may read, newest first
 /// (admins also see those the webhook started).
 #[utoipa::path(get, path = "/api/v1/scm/pr/{pr_number}/reviews", tag = "scm",
-    params(("pr_number" = u64, Path), RepositoryQuery),
+    params(("pr_number" = i64, Path, minimum = 1, maximum = 2147483647), RepositoryQuery),
     responses((status = 200, body = PrReviews)))]
 async fn list_pr_reviews(
     State(reviews): State<Reviews>,
     caller: Caller,
-    ApiPath(pr_number): ApiPath<u64>,
+    ApiPath(number): ApiPath<i64>,
     ApiQuery(query): ApiQuery<RepositoryQuery>,
 ) -> Result<Json<PrReviews>, ApiError> {
+    let pr_number = pr_number(number)?;
     let repo = repository(&query.repository)?;
     let docs = reviews.for_pull(&caller, repo.as_str(), pr_number).await?;
     Ok(Json(PrReviews {
@@ -277,27 +307,60 @@ async fn list_pr_reviews(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SubmitPrReview {
     /// `owner/name`.
+    #[schema(
+        pattern = r"^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\.\.[A-Za-z0-9._-]{1,98})/(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\.\.[A-Za-z0-9._-]{1,98})$"
+    )]
     pub repository: String,
-    /// `APPROVE`, `REQUEST_CHANGES` or `COMMENT`.
+    /// `APPROVE`, `REQUEST_CHANGES` or `COMMENT` (any case).
+    #[schema(pattern = "^(APPROVE|REQUEST_CHANGES|COMMENT)$")]
     pub event: String,
-    #[serde(default)]
+    /// The review's text (not blank).
+    #[schema(pattern = r"\S")]
     pub body: String,
     #[serde(default)]
-    pub comments: Vec<CommentView>,
+    pub comments: Vec<NewComment>,
+}
+
+/// A line comment to submit: `position` counts diff lines below the file's
+/// first hunk header.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewComment {
+    #[schema(pattern = r"\S")]
+    pub path: String,
+    #[schema(minimum = 1, maximum = 2147483647)]
+    #[serde(deserialize_with = "super::whole::required")]
+    pub position: i64,
+    #[schema(pattern = r"\S")]
+    pub body: String,
+}
+
+impl From<NewComment> for ReviewComment {
+    fn from(c: NewComment) -> Self {
+        Self {
+            path: c.path,
+            // Out of range is 0, which the service refuses by name.
+            position: u32::try_from(c.position)
+                .ok()
+                .filter(|p| i64::from(*p) <= MAX_PR_NUMBER)
+                .unwrap_or(0),
+            body: c.body,
+        }
+    }
 }
 
 /// Submits a review to the host and records it (`demo: true`, not sent,
 /// while `SCM_TOKEN` is unset).
 #[utoipa::path(post, path = "/api/v1/scm/pr/{pr_number}/review", tag = "scm",
-    params(("pr_number" = u64, Path)), request_body = SubmitPrReview,
+    params(("pr_number" = i64, Path, minimum = 1, maximum = 2147483647)), request_body = SubmitPrReview,
     responses((status = 201, body = ReviewView), (status = 422, description = "Bad event, body or comments"),
         (status = 404, description = "No such pull request on the host")))]
 async fn submit_pr_review(
     State(scm): State<Scm>,
     caller: Caller,
-    ApiPath(pr_number): ApiPath<u64>,
+    ApiPath(number): ApiPath<i64>,
     ApiJson(body): ApiJson<SubmitPrReview>,
 ) -> Result<(StatusCode, Json<ReviewView>), ApiError> {
+    let pr_number = pr_number(number)?;
     let repo = repository(&body.repository)?;
     let comments = body.comments.into_iter().map(Into::into).collect();
     let doc = scm

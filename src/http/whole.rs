@@ -12,6 +12,13 @@ pub fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64
     deserializer.deserialize_option(Whole)
 }
 
+/// For `#[serde(deserialize_with = "whole::required")]` on an `i64`.
+pub fn required<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    deserializer
+        .deserialize_any(Whole)?
+        .ok_or_else(|| de::Error::invalid_type(de::Unexpected::Unit, &"a whole number"))
+}
+
 struct Whole;
 
 /// Largest magnitude an `f64` holds exactly as a whole number.

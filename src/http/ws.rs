@@ -75,6 +75,7 @@ pub struct WsQuery {
     /// `true`: every debate the caller may read.
     pub all: Option<bool>,
     /// Replay every frame after this position from the log, then go live.
+    #[param(minimum = 0)]
     pub since: Option<i64>,
     /// Comma-separated frame types to receive (default all).
     pub kinds: Option<String>,

@@ -144,9 +144,15 @@ impl Reviews {
             Material::Diff(text) => {
                 let anchors = diff::anchors(text);
                 if anchors.is_empty() {
-                    return Err(invalid(field, "is not a unified diff with changed lines"));
+                    // No file with changed lines to anchor a comment on: the
+                    // text is still reviewed, its comments on the whole of it.
+                    vec![Anchor {
+                        path: "diff".to_owned(),
+                        position: 1,
+                    }]
+                } else {
+                    anchors
                 }
-                anchors
             }
         };
         let limits = self.debates.limits();

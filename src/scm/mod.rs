@@ -176,8 +176,8 @@ impl Scm {
         };
         let action = ReviewAction::parse(action)
             .ok_or_else(|| invalid("event", "must be APPROVE, REQUEST_CHANGES or COMMENT"))?;
-        if action != ReviewAction::Approve && body.trim().is_empty() {
-            return Err(invalid("body", "is required unless the event is APPROVE"));
+        if body.trim().is_empty() {
+            return Err(invalid("body", "is required"));
         }
         if body.len() > self.reviews.max_input_bytes() {
             return Err(invalid("body", "is too long"));

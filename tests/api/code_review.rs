@@ -86,7 +86,7 @@ async fn snippets_and_diffs_are_reviewed_for_their_owner(kind: Kind) {
         Method::POST,
         &format!("{base}/api/v1/code-review/diff"),
         Some(&owner),
-        Some(json!({"diff": "not a diff"})),
+        Some(json!({"diff": " \n\t"})),
     )
     .await;
     assert_eq!(status, 422, "{bad}");
