@@ -85,7 +85,7 @@ async fn measure(
     per_writer: usize,
     round: usize,
 ) -> f64 {
-    let payload = serde_jcs::to_string(&event("p", 1).payload).unwrap();
+    let payload = agon::store::canonical::to_string(&event("p", 1).payload);
     let start = Instant::now();
     let tasks: Vec<_> = (0..writers)
         .map(|w| {

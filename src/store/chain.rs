@@ -4,13 +4,13 @@
 //! event_type, event_version, payload, metadata}))`, where JCS is RFC 8785
 //! canonical JSON and `prev_hash` of sequence 1 is 32 zero bytes.
 //!
-//! Canonical JSON orders object members by the UTF-16 code units of their
-//! keys, as RFC 8785 and CHAIN.md say; strings and numbers are written by
-//! `serde_jcs`, whose own member order (by the UTF-8 bytes of the escaped key,
-//! closing quote included) differs for keys outside the BMP and for a key
-//! that is a prefix of another followed by a character below `"`.
+//! Canonical JSON is written by [`super::canonical`]. Texts already stored
+//! are hashed as stored, never re-serialised, so logs written by earlier
+//! versions (whose member order differed for some keys) still verify.
 
 use serde_json::Value;
+
+use super::canonical;
 use sha2::{Digest, Sha256};
 
 /// A SHA-256 digest.
@@ -50,7 +50,9 @@ impl ChainedFields<'_> {
             out.extend_from_slice(if i == 0 { b"{\"" } else { b",\"" });
             out.extend_from_slice(key.as_bytes());
             out.extend_from_slice(b"\":");
-            out.extend_from_slice(&serde_jcs::to_vec(value)?);
+            let mut text = String::with_capacity(value.len() + 2);
+            canonical::write_string(value, &mut text);
+            out.extend_from_slice(text.as_bytes());
         }
         out.extend_from_slice(b",\"metadata\":");
         out.extend_from_slice(self.metadata.as_bytes());
@@ -78,47 +80,12 @@ pub fn link(prev_hash: &Hash, canonical: &[u8]) -> Hash {
 
 /// Canonical JSON text of a value: what the store keeps in `payload` and `metadata`.
 pub fn canonical_text(value: &Value) -> Result<String, serde_json::Error> {
-    let bytes = canonical_json(value)?;
-    // Every piece written is UTF-8: keys and strings come from `str`s.
-    String::from_utf8(bytes).map_err(|e| serde::ser::Error::custom(e.to_string()))
+    Ok(canonical::to_string(value))
 }
 
 /// RFC 8785 canonical JSON bytes of a value.
 pub fn canonical_json(value: &Value) -> Result<Vec<u8>, serde_json::Error> {
-    let mut out = Vec::with_capacity(128);
-    write_canonical(value, &mut out)?;
-    Ok(out)
-}
-
-fn write_canonical(value: &Value, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    match value {
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out)?;
-            }
-            out.push(b']');
-        }
-        Value::Object(members) => {
-            let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
-            sorted.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
-            out.push(b'{');
-            for (i, (key, member)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(&serde_jcs::to_vec(key)?);
-                out.push(b':');
-                write_canonical(member, out)?;
-            }
-            out.push(b'}');
-        }
-        scalar => out.extend_from_slice(&serde_jcs::to_vec(scalar)?),
-    }
-    Ok(())
+    Ok(canonical::to_vec(value))
 }
 
 /// Reads a stored 32-byte hash; `None` when the stored value has another length.
@@ -209,11 +176,6 @@ mod tests {
         assert_eq!(
             canonical_text(&weights).unwrap(),
             "{\"demo-a\":3,\"demo-\u{1F600}\":2,\"demo-\u{FB01}\":1}"
-        );
-        assert_ne!(
-            canonical_text(&weights).unwrap(),
-            serde_jcs::to_string(&weights).unwrap(),
-            "the two orders differ for this input"
         );
     }
 

@@ -6,6 +6,7 @@
 //! see a hash; consumers reach it through the feed ([`EventLog::read_feed`]),
 //! which never skips an event, even one whose transaction commits late.
 
+pub mod canonical;
 pub mod chain;
 mod commands;
 pub mod db;

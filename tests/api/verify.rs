@@ -7,6 +7,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use agon::crypto::signing::{KEY_FILE, SealKey};
+use agon::store::canonical;
+use serde_json::Value;
 
 use crate::cli::agon;
 use crate::support::binary::Serve;
@@ -21,6 +23,7 @@ on_both_backends! {
     a_cut_off_tail_fails_against_a_saved_seal => a_cut_off_tail_fails_against_a_saved_seal;
     the_service_seals_at_start_and_at_sigterm => the_service_seals_at_start_and_at_sigterm;
     keys_outside_the_bmp_sort_by_utf16_code_units => keys_outside_the_bmp_sort_by_utf16_code_units;
+    a_name_sorts_before_the_names_it_prefixes => a_name_sorts_before_the_names_it_prefixes;
 }
 
 /// The outside verifier.
@@ -280,15 +283,40 @@ async fn the_service_seals_at_start_and_at_sigterm(kind: Kind) {
 /// `demo-\u{FB01}` (0xFB01), though its code point is the larger: the stored
 /// `weights` follow UTF-16, and both verifiers find every text canonical.
 async fn keys_outside_the_bmp_sort_by_utf16_code_units(kind: Kind) {
+    weights_in_order(
+        kind,
+        "demo-\u{FB01},demo-\u{1F600},demo-a",
+        &["demo-a", "demo-\u{1F600}", "demo-\u{FB01}"],
+    )
+    .await;
+}
+
+/// A name comes before every longer name it begins: `demo-gpt` before
+/// `demo-gpt 4` and `demo-a` before `demo-a!`, where ordering escaped UTF-8
+/// bytes with the closing quote (the former serializer) put them the other
+/// way round.
+async fn a_name_sorts_before_the_names_it_prefixes(kind: Kind) {
+    weights_in_order(
+        kind,
+        "demo-gpt 4,demo-gpt,demo-a!,demo-a",
+        &["demo-a", "demo-a!", "demo-gpt", "demo-gpt 4"],
+    )
+    .await;
+}
+
+/// Runs a weighted debate of `agents` through the binary and checks that the
+/// stored `weights` hold `order`, exactly in RFC 8785 form, and that both
+/// verifiers find the log intact and every stored text canonical.
+async fn weights_in_order(kind: Kind, agents: &str, order: &[&str]) {
     let store = fresh(kind).await;
     let key = SealKey::load_or_create(None, store.dir.path()).unwrap();
     let debate = agon(
         &store,
         &[
             "debate",
-            "Names beyond the BMP",
+            "Names in canonical order",
             "--agents",
-            "demo-\u{FB01},demo-\u{1F600},demo-a",
+            agents,
             "--rounds",
             "1",
             "--consensus",
@@ -304,10 +332,18 @@ async fn keys_outside_the_bmp_sort_by_utf16_code_units(kind: Kind) {
         }
         agon::store::Db::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
     };
-    let weights = &payload[payload.find("\"weights\":{").unwrap()..];
-    let emoji = weights.find("\"demo-\u{1F600}\":").unwrap();
-    let ligature = weights.find("\"demo-\u{FB01}\":").unwrap();
-    assert!(emoji < ligature, "not in UTF-16 order: {weights}");
+    let parsed = canonical::check(payload.as_bytes()).unwrap();
+    let weights = find_member(&parsed, "weights").unwrap();
+    let expected = order
+        .iter()
+        .map(|name| format!("{}:{}", Value::from(*name), weights[*name]))
+        .collect::<Vec<_>>()
+        .join(",");
+    assert_eq!(canonical::to_string(weights), format!("{{{expected}}}"));
+    assert!(
+        payload.contains(&format!("\"weights\":{{{expected}}}")),
+        "{payload}"
+    );
 
     let verified = agon(&store, &["verify", "--public-key", &key.public_hex()]);
     assert_exit(&verified, 0);
@@ -320,6 +356,97 @@ async fn keys_outside_the_bmp_sort_by_utf16_code_units(kind: Kind) {
             "{python:?}"
         );
     }
+}
+
+/// The first member named `name` anywhere in `value`, depth first.
+fn find_member<'a>(value: &'a Value, name: &str) -> Option<&'a Value> {
+    match value {
+        Value::Object(members) => members
+            .get(name)
+            .or_else(|| members.values().find_map(|v| find_member(v, name))),
+        Value::Array(items) => items.iter().find_map(|v| find_member(v, name)),
+        _ => None,
+    }
+}
+
+/// The outside verifier's canonical form is RFC 8785's, byte for byte the
+/// service's: the RFC's sorting example, sample object and Appendix B
+/// numbers, names that prefix others, and strings with every kind of escape;
+/// and it refuses, as [`canonical::check`] does, a member name given twice.
+#[test]
+fn the_python_verifier_canonicalizes_as_rfc_8785_does() {
+    let mut inputs: Vec<String> = [
+        r#"{"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis"}"#,
+        r#"{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"string":"\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/","literals":[null,true,false]}"#,
+        r#"{"gpt 4":0.5,"gpt":0.25,"a!":2,"a":1,"a\n":3,"demo-\ufb01":1,"demo-\ud83d\ude00":2}"#,
+        r#"["\u0000\u0001\u001f\b\t\n\f\r\u007f\u2028\u00e9/", -0, 1.0, 9007199254740993]"#,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    // RFC 8785 Appendix B, as the IEEE 754 bit patterns printed there.
+    for bits in [
+        0x0000000000000001_u64,
+        0x8000000000000001,
+        0x7fefffffffffffff,
+        0x4340000000000000,
+        0x4430000000000000,
+        0x44b52d02c7e14af5,
+        0x44b52d02c7e14af6,
+        0x44b52d02c7e14af7,
+        0x444b1ae4d6e2ef4e,
+        0x444b1ae4d6e2ef50,
+        0x3eb0c6f7a0b5ed8d,
+        0x3eb0c6f7a0b5ed8e,
+        0x41b3de4355555553,
+        0x41b3de4355555554,
+        0x41b3de4355555557,
+        0xbecbf647612f3696,
+        0x43143ff3c1cb0959,
+        0x3e7ad7f29abcaf48,
+    ] {
+        inputs.push(format!("{:e}", f64::from_bits(bits)));
+    }
+    let expected: Vec<String> = inputs
+        .iter()
+        .map(|input| canonical::to_string(&serde_json::from_str(input).unwrap()))
+        .collect();
+    assert_eq!(
+        expected[..4],
+        [
+            "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\u{80}\":\"Control\",\"\u{f6}\":\"Latin Small Letter O With Diaeresis\",\"\u{20ac}\":\"Euro Sign\",\"\u{1F600}\":\"Emoji: Grinning Face\",\"\u{fb33}\":\"Hebrew Letter Dalet With Dagesh\"}",
+            r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#,
+            "{\"a\":1,\"a\\n\":3,\"a!\":2,\"demo-\u{1F600}\":2,\"demo-\u{fb01}\":1,\"gpt\":0.25,\"gpt 4\":0.5}",
+            "[\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\u{7f}\u{2028}\u{e9}/\",0,1,9007199254740993]",
+        ]
+    );
+    let script = "import json, sys; sys.path.insert(0, sys.argv[1]); import verify_export as v\n\
+        texts = json.load(sys.stdin)\n\
+        print(json.dumps([v.canonical(v.strict(t)) for t in texts[:-2]] + [v.is_canonical(c) for c in texts[-2:]]))";
+    let duplicate = r#"{"a":1,"a":1}"#.to_owned();
+    let mut sent = inputs.clone();
+    sent.extend([expected[1].clone(), duplicate.clone()]);
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(std::path::Path::new(VERIFY_EXPORT).parent().unwrap())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    serde_json::to_writer(child.stdin.take().unwrap(), &sent).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_exit(&output, 0);
+    let answers: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let canonical_texts: Vec<&str> = answers[..inputs.len()]
+        .iter()
+        .map(|answer| answer.as_str().unwrap())
+        .collect();
+    assert_eq!(canonical_texts, expected);
+    assert_eq!(
+        answers[answers.len() - 2..],
+        [Value::Bool(true), Value::Bool(false)]
+    );
+    assert!(canonical::check(duplicate.as_bytes()).is_err());
 }
 
 /// The outside verifier explains itself instead of opening a database
