@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
 use crate::auth::{Auth, AuthSetupError};
-use crate::bus::{Bus, BusError, LocalBus, NatsBus};
+use crate::bus::{self, Bus, BusError, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
@@ -185,6 +185,10 @@ impl App {
         let dispatcher = self.webhooks.dispatcher();
         tasks.push(self.bus.spawn_consumer(&self.log, dispatcher, stop));
         tasks.push(self.webhooks.spawn_worker(stop));
+        let public = &self.settings.public_stream;
+        if let Some(publisher) = bus::outside::publisher(&self.bus, &self.log, public, stop) {
+            tasks.push(self.bus.spawn_consumer(&self.log, publisher, stop));
+        }
         Ok(tasks)
     }
 

@@ -11,6 +11,7 @@
 pub mod delivery;
 pub mod local;
 pub mod nats;
+pub mod outside;
 
 use std::sync::Arc;
 

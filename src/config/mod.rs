@@ -6,6 +6,7 @@
 mod agents;
 mod auth;
 mod http;
+mod outside;
 mod push;
 mod values;
 mod webhooks;
@@ -16,6 +17,7 @@ use std::time::Duration;
 pub use agents::{AgentSettings, ProviderSettings};
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
 pub use http::{ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings};
+pub use outside::PublicStreamSettings;
 pub use push::{ConnectionCaps, PushSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
@@ -70,6 +72,8 @@ pub struct Settings {
     pub consumer_retry: crate::bus::RetryPolicy,
     /// `SERVICE_WEBHOOK_*`: outgoing webhook deliveries.
     pub webhooks: WebhookSettings,
+    /// `SERVICE_NATS_PUBLIC_*`: the stream outside subscribers read.
+    pub public_stream: PublicStreamSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -179,6 +183,7 @@ impl Settings {
                 )?),
             },
             webhooks: WebhookSettings::read(&vars)?,
+            public_stream: PublicStreamSettings::read(&vars)?,
             warnings,
         };
         settings.check_deployment()?;

@@ -1,0 +1,183 @@
+//! The public NATS stream for outside subscribers, read by the shipped
+//! example (`examples/subscribe.rs`, compiled in here as it is): every
+//! debate's `debate.completed` arrives exactly once by id, across a restart
+//! of the service that re-publishes everything it had published (its
+//! checkpoint lost, as after a crash between publishing and saving it), and
+//! across a restart of the subscriber.
+
+#[allow(dead_code)]
+#[path = "../../examples/subscribe.rs"]
+mod subscribe;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use agon::store::{Db, EventLog};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::schemas::{Seen, conforms};
+use crate::support::accounts::call;
+use crate::support::binary::{Serve, Served};
+use crate::support::{Kind, LoopbackServer, TEST_TOKEN, on_both_backends};
+use subscribe::{Options, Outcome, follow};
+
+const DEPLOYMENT: &str = "outside";
+/// How long a subscriber waits for what it expects before the test fails.
+const PATIENCE: Duration = Duration::from_secs(90);
+
+on_both_backends! {
+    the_example_subscriber_gets_every_completion_once_across_restarts => the_example_subscriber_gets_every_completion_once_across_restarts;
+}
+
+async fn start(kind_url: Option<&str>, nats_url: &str, dir: &std::path::Path) -> Served {
+    let mut serve = Serve::on_free_ports()
+        .loopback()
+        .data_dir(dir)
+        .env("SERVICE_NATS_URL", nats_url)
+        .env("SERVICE_DEPLOYMENT_ID", DEPLOYMENT)
+        .env("SERVICE_API_TOKEN", TEST_TOKEN)
+        .env("SERVICE_LOG_LEVEL", "WARNING")
+        .env("SERVICE_IP_RATE_LIMIT", "1000000")
+        .env("SERVICE_RATE_LIMIT_DEFAULT", "1000000")
+        .env("SERVICE_RATE_LIMIT_DEBATE_CREATE", "1000000")
+        .stderr(std::process::Stdio::null());
+    if let Some(url) = kind_url {
+        serve = serve.env("DATABASE_URL", url);
+    }
+    serve.start().await
+}
+
+/// Creates demo debates; returns their ids.
+async fn debates(base: &str, topics: &[&str]) -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    for topic in topics {
+        let body = json!({"topic": topic, "agents": ["demo-a", "demo-b"], "rounds": 1});
+        let url = format!("{base}/api/debates");
+        let (status, created) = call(Method::POST, &url, Some(TEST_TOKEN), Some(body)).await;
+        assert_eq!(status, 201, "{created}");
+        ids.insert(created["id"].as_str().unwrap().to_owned());
+    }
+    ids
+}
+
+/// Runs the example's consumer until it has seen `debate.completed` for
+/// every debate of `wanted`; returns every message it was handed.
+async fn receive_completions(options: &Options, wanted: &BTreeSet<String>) -> Vec<Outcome> {
+    let mut got = Vec::new();
+    let mut missing = wanted.clone();
+    let followed = tokio::time::timeout(
+        PATIENCE,
+        follow(options, |outcome| {
+            if outcome.kind() == "debate.completed" {
+                missing.remove(outcome.debate_id());
+            }
+            got.push(outcome);
+            if missing.is_empty() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }),
+    )
+    .await;
+    followed
+        .unwrap_or_else(|_| panic!("no completion within {PATIENCE:?} for {missing:?}"))
+        .unwrap();
+    got
+}
+
+/// Forgets the publisher's checkpoint while the service is down, as a crash
+/// after publishing and before saving it would.
+async fn lose_checkpoint(database_url: Option<&str>, dir: &std::path::Path) {
+    let db = match database_url {
+        Some(url) => Db::connect_postgres(url, 2).await.unwrap(),
+        None => Db::open_sqlite(dir).await.unwrap(),
+    };
+    let log = EventLog::new(db);
+    let name = agon::projection::checkpoint_name(agon::bus::outside::NAME);
+    assert_ne!(
+        log.load_checkpoint(&name).await.unwrap(),
+        agon_projections::Cursor::START,
+        "the publisher saved a checkpoint"
+    );
+    log.reset_checkpoint(&name).await.unwrap();
+    log.db().close().await;
+}
+
+async fn the_example_subscriber_gets_every_completion_once_across_restarts(kind: Kind) {
+    let nats = LoopbackServer::nats().await;
+    let nats_url = nats.url();
+    let dir = tempfile::tempdir().unwrap();
+    let database_url = match kind {
+        Kind::Sqlite => None,
+        Kind::Postgres => Some(crate::support::fresh_postgres_database().await),
+    };
+    let options = Options {
+        url: nats_url.clone(),
+        deployment: DEPLOYMENT.to_owned(),
+        stream: None,
+        durable: "outside-test".to_owned(),
+        only: None,
+    };
+
+    let mut served = start(database_url.as_deref(), &nats_url, dir.path()).await;
+    let first = debates(&served.base, &["One?", "Two?", "Three?"]).await;
+    let mut received = receive_completions(&options, &first).await;
+    assert!(served.terminate(Duration::from_secs(30)).await.success());
+
+    lose_checkpoint(database_url.as_deref(), dir.path()).await;
+    let served = start(database_url.as_deref(), &nats_url, dir.path()).await;
+    let second = debates(&served.base, &["Four?", "Five?"]).await;
+    // The subscriber starts again too, on its durable.
+    received.extend(receive_completions(&options, &second).await);
+
+    // Each message once, though the first three debates were published twice.
+    let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
+    for outcome in &received {
+        *by_id.entry(outcome.id.as_str()).or_default() += 1;
+    }
+    assert!(by_id.values().all(|n| *n == 1), "{by_id:?}");
+    let completed: Vec<&str> = received
+        .iter()
+        .filter(|o| o.kind() == "debate.completed")
+        .map(Outcome::debate_id)
+        .collect();
+    let all: BTreeSet<String> = first.union(&second).cloned().collect();
+    assert_eq!(completed.len(), all.len(), "{completed:?}");
+    assert_eq!(
+        completed
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect::<BTreeSet<_>>(),
+        all
+    );
+    // Every body is the published webhook form, on its documented subject.
+    for outcome in &received {
+        let kind = outcome.kind();
+        assert_eq!(outcome.subject, format!("agon.{DEPLOYMENT}.public.{kind}"));
+        let path = format!(
+            "{}/event-schemas/webhooks/{kind}.v1.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        conforms(&outcome.body, &schema, "body", "#", &mut Seen::default())
+            .unwrap_or_else(|e| panic!("{path}: {e}\n{}", outcome.body));
+    }
+
+    // The stream holds exactly what was received: the re-publish was dropped
+    // as a duplicate, not stored a second time.
+    let client = async_nats::connect(&nats_url).await.unwrap();
+    let stream = async_nats::jetstream::new(client)
+        .get_stream(format!("AGON_{DEPLOYMENT}_PUBLIC"))
+        .await
+        .unwrap();
+    assert_eq!(
+        stream.cached_info().state.messages,
+        received.len() as u64,
+        "{:?}",
+        stream.cached_info().state
+    );
+    served.stop(Duration::from_secs(30)).await;
+}
