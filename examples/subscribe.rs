@@ -78,6 +78,11 @@ impl Options {
     }
 }
 
+fn not_found(error: &jetstream::context::GetStreamError) -> bool {
+    matches!(error.kind(), jetstream::context::GetStreamErrorKind::JetStream(e)
+        if e.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND)
+}
+
 /// Hands each message to `each`, in stream order, and acks it once `each`
 /// returned (waiting for the server to confirm the ack), until `each`
 /// breaks. A message not acked (a crash in `each`) comes again.
@@ -86,7 +91,18 @@ pub async fn follow(
     mut each: impl FnMut(Outcome) -> ControlFlow<()>,
 ) -> Result<(), Error> {
     let client = async_nats::connect(&options.url).await?;
-    let stream = jetstream::new(client).get_stream(options.stream()).await?;
+    let jetstream = jetstream::new(client);
+    // The service makes the stream at its first publish; until then, wait.
+    let stream = loop {
+        match jetstream.get_stream(options.stream()).await {
+            Ok(stream) => break stream,
+            Err(e) if not_found(&e) => {
+                eprintln!("waiting for stream {}: {e}", options.stream());
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
     let consumer = stream
         .get_or_create_consumer(
             &options.durable,

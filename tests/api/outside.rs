@@ -18,7 +18,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::schemas::{Seen, conforms};
-use crate::support::accounts::call;
+use crate::support::accounts::{admin_get, call};
 use crate::support::binary::{Serve, Served};
 use crate::support::{Kind, LoopbackServer, TEST_TOKEN, on_both_backends};
 use subscribe::{Options, Outcome, follow};
@@ -26,13 +26,63 @@ use subscribe::{Options, Outcome, follow};
 const DEPLOYMENT: &str = "outside";
 /// How long a subscriber waits for what it expects before the test fails.
 const PATIENCE: Duration = Duration::from_secs(90);
+/// How long NATS stays down in the outage test.
+const OUTAGE: Duration = Duration::from_secs(12);
 
 on_both_backends! {
     the_example_subscriber_gets_every_completion_once_across_restarts => the_example_subscriber_gets_every_completion_once_across_restarts;
+    outcomes_of_a_nats_outage_are_published_when_it_is_back => outcomes_of_a_nats_outage_are_published_when_it_is_back;
 }
 
-async fn start(kind_url: Option<&str>, nats_url: &str, dir: &std::path::Path) -> Served {
+async fn database(kind: Kind) -> Option<String> {
+    match kind {
+        Kind::Sqlite => None,
+        Kind::Postgres => Some(crate::support::fresh_postgres_database().await),
+    }
+}
+
+fn options(nats_url: &str) -> Options {
+    Options {
+        url: nats_url.to_owned(),
+        deployment: DEPLOYMENT.to_owned(),
+        stream: None,
+        durable: "outside-test".to_owned(),
+        only: None,
+    }
+}
+
+/// Every message once by id; the stream holds exactly `received`.
+async fn assert_once(nats_url: &str, received: &[Outcome]) {
+    let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
+    for outcome in received {
+        *by_id.entry(outcome.id.as_str()).or_default() += 1;
+    }
+    assert!(by_id.values().all(|n| *n == 1), "{by_id:?}");
+    let client = async_nats::connect(nats_url).await.unwrap();
+    let stream = async_nats::jetstream::new(client)
+        .get_stream(format!("AGON_{DEPLOYMENT}_PUBLIC"))
+        .await
+        .unwrap();
+    assert_eq!(
+        stream.cached_info().state.messages,
+        received.len() as u64,
+        "{:?}",
+        stream.cached_info().state
+    );
+}
+
+async fn start(database_url: Option<&str>, nats_url: &str, dir: &std::path::Path) -> Served {
+    start_with(database_url, nats_url, dir, &[]).await
+}
+
+async fn start_with(
+    database_url: Option<&str>,
+    nats_url: &str,
+    dir: &std::path::Path,
+    vars: &[(&str, &str)],
+) -> Served {
     let mut serve = Serve::on_free_ports()
+        .envs(vars.iter().copied())
         .loopback()
         .data_dir(dir)
         .env("SERVICE_NATS_URL", nats_url)
@@ -43,7 +93,7 @@ async fn start(kind_url: Option<&str>, nats_url: &str, dir: &std::path::Path) ->
         .env("SERVICE_RATE_LIMIT_DEFAULT", "1000000")
         .env("SERVICE_RATE_LIMIT_DEBATE_CREATE", "1000000")
         .stderr(std::process::Stdio::null());
-    if let Some(url) = kind_url {
+    if let Some(url) = database_url {
         serve = serve.env("DATABASE_URL", url);
     }
     serve.start().await
@@ -110,17 +160,8 @@ async fn the_example_subscriber_gets_every_completion_once_across_restarts(kind:
     let nats = LoopbackServer::nats().await;
     let nats_url = nats.url();
     let dir = tempfile::tempdir().unwrap();
-    let database_url = match kind {
-        Kind::Sqlite => None,
-        Kind::Postgres => Some(crate::support::fresh_postgres_database().await),
-    };
-    let options = Options {
-        url: nats_url.clone(),
-        deployment: DEPLOYMENT.to_owned(),
-        stream: None,
-        durable: "outside-test".to_owned(),
-        only: None,
-    };
+    let database_url = database(kind).await;
+    let options = options(&nats_url);
 
     let mut served = start(database_url.as_deref(), &nats_url, dir.path()).await;
     let first = debates(&served.base, &["One?", "Two?", "Three?"]).await;
@@ -133,12 +174,9 @@ async fn the_example_subscriber_gets_every_completion_once_across_restarts(kind:
     // The subscriber starts again too, on its durable.
     received.extend(receive_completions(&options, &second).await);
 
-    // Each message once, though the first three debates were published twice.
-    let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
-    for outcome in &received {
-        *by_id.entry(outcome.id.as_str()).or_default() += 1;
-    }
-    assert!(by_id.values().all(|n| *n == 1), "{by_id:?}");
+    // Each message once, though the first three debates were published
+    // twice: the stream dropped the re-publish as a duplicate.
+    assert_once(&nats_url, &received).await;
     let completed: Vec<&str> = received
         .iter()
         .filter(|o| o.kind() == "debate.completed")
@@ -166,18 +204,60 @@ async fn the_example_subscriber_gets_every_completion_once_across_restarts(kind:
             .unwrap_or_else(|e| panic!("{path}: {e}\n{}", outcome.body));
     }
 
-    // The stream holds exactly what was received: the re-publish was dropped
-    // as a duplicate, not stored a second time.
-    let client = async_nats::connect(&nats_url).await.unwrap();
-    let stream = async_nats::jetstream::new(client)
-        .get_stream(format!("AGON_{DEPLOYMENT}_PUBLIC"))
-        .await
-        .unwrap();
-    assert_eq!(
-        stream.cached_info().state.messages,
-        received.len() as u64,
-        "{:?}",
-        stream.cached_info().state
-    );
+    served.stop(Duration::from_secs(30)).await;
+}
+
+/// Waits until every debate of `ids` has ended.
+async fn until_ended(base: &str, ids: &BTreeSet<String>) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    for id in ids {
+        loop {
+            let debate = admin_get(base, &format!("/api/debates/{id}")).await;
+            if debate["status"] == "completed" || debate["status"] == "failed" {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{debate}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn outcomes_of_a_nats_outage_are_published_when_it_is_back(kind: Kind) {
+    let mut nats = LoopbackServer::nats().await;
+    let nats_url = nats.url();
+    let dir = tempfile::tempdir().unwrap();
+    let database_url = database(kind).await;
+    let options = options(&nats_url);
+    // One attempt: a failure the publisher reported would be dead-lettered
+    // (and its outcome never published) at once.
+    let served = start_with(
+        database_url.as_deref(),
+        &nats_url,
+        dir.path(),
+        &[("SERVICE_CONSUMER_RETRY_ATTEMPTS", "1")],
+    )
+    .await;
+    let before = debates(&served.base, &["Before?"]).await;
+    let mut received = receive_completions(&options, &before).await;
+
+    // The service commits and runs debates without NATS.
+    nats.stop();
+    let during = debates(&served.base, &["During one?", "During two?"]).await;
+    until_ended(&served.base, &during).await;
+    // Down for longer than the client holds a request for a server that
+    // is away (10 s), so the publisher sees its publishes fail.
+    tokio::time::sleep(OUTAGE).await;
+    nats.restart().await;
+
+    received.extend(receive_completions(&options, &during).await);
+    assert_once(&nats_url, &received).await;
+    let completed: BTreeSet<&str> = received
+        .iter()
+        .filter(|o| o.kind() == "debate.completed")
+        .map(Outcome::debate_id)
+        .collect();
+    assert_eq!(completed.len(), 3, "{completed:?}");
+    let letters = admin_get(&served.base, "/api/admin/dead-letters").await;
+    assert_eq!(letters["dead_letters"], json!([]), "{letters}");
     served.stop(Duration::from_secs(30)).await;
 }
