@@ -11,13 +11,15 @@
 //! durably, at their own pace. The internal stream (`nats.rs`) carries
 //! stored events, whose form may change; this one carries only public DTOs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agon_aggregates::debate::{Debate, DebateEvent};
 use agon_projections::debates::DEBATE_AGGREGATE;
 use agon_projections::{Cursor, EventRecord};
 use async_nats::HeaderMap;
-use async_nats::jetstream::stream;
+use async_nats::jetstream::context::GetStreamErrorKind;
+use async_nats::jetstream::{ErrorCode, stream};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
@@ -65,6 +67,7 @@ pub fn publisher(
             settings: settings.clone(),
             stop: stop.clone(),
             idle: IdleCheckpoint::default(),
+            looked_at_stream: AtomicBool::new(false),
         })
     })
 }
@@ -84,6 +87,8 @@ pub struct Publisher {
     /// Ends the wait for an unreachable server at shutdown.
     stop: CancellationToken,
     idle: IdleCheckpoint,
+    /// Whether [`Consumer::checkpoint`] has looked for an empty stream.
+    looked_at_stream: AtomicBool,
 }
 
 impl Publisher {
@@ -211,6 +216,20 @@ impl Publisher {
         }
     }
 
+    /// Whether the server has no public stream, or one that never held a
+    /// message; false when it cannot tell (not connected).
+    async fn stream_is_new(&self) -> bool {
+        if !self.nats.connected() {
+            self.looked_at_stream.store(false, Ordering::SeqCst);
+            return false;
+        }
+        match self.nats.jetstream().get_stream(self.stream_name()).await {
+            Ok(stream) => stream.cached_info().state.last_sequence == 0,
+            Err(e) => matches!(e.kind(), GetStreamErrorKind::JetStream(error)
+                if error.error_code() == ErrorCode::STREAM_NOT_FOUND),
+        }
+    }
+
     async fn save(&self, cursor: Cursor) -> Result<(), StoreError> {
         self.log
             .save_checkpoint(&checkpoint_name(NAME), cursor)
@@ -228,8 +247,26 @@ impl Consumer for Publisher {
         NAME
     }
 
+    /// The stored checkpoint, or the log's start when the server's stream
+    /// never held a message (a new server, or one that lost its data):
+    /// outside subscribers then get every outcome again, as the relay
+    /// republishes the log into an empty internal stream. Once per process,
+    /// so that a deployment without outcomes is not read again at each bind.
     async fn checkpoint(&self) -> Result<Cursor, StoreError> {
-        self.log.load_checkpoint(&checkpoint_name(NAME)).await
+        let name = checkpoint_name(NAME);
+        let stored = self.log.load_checkpoint(&name).await?;
+        if stored != Cursor::START
+            && !self.looked_at_stream.swap(true, Ordering::SeqCst)
+            && self.stream_is_new().await
+        {
+            tracing::warn!(
+                stream = %self.stream_name(),
+                "the public stream never held a message; publishing every outcome in the log"
+            );
+            self.log.reset_checkpoint(&name).await?;
+            return Ok(Cursor::START);
+        }
+        Ok(stored)
     }
 
     async fn handle(&self, batch: &[EventRecord]) -> Result<(), ConsumerError> {

@@ -32,6 +32,7 @@ const OUTAGE: Duration = Duration::from_secs(12);
 on_both_backends! {
     the_example_subscriber_gets_every_completion_once_across_restarts => the_example_subscriber_gets_every_completion_once_across_restarts;
     outcomes_of_a_nats_outage_are_published_when_it_is_back => outcomes_of_a_nats_outage_are_published_when_it_is_back;
+    a_new_nats_server_gets_every_outcome_again => a_new_nats_server_gets_every_outcome_again;
 }
 
 async fn database(kind: Kind) -> Option<String> {
@@ -259,5 +260,24 @@ async fn outcomes_of_a_nats_outage_are_published_when_it_is_back(kind: Kind) {
     assert_eq!(completed.len(), 3, "{completed:?}");
     let letters = admin_get(&served.base, "/api/admin/dead-letters").await;
     assert_eq!(letters["dead_letters"], json!([]), "{letters}");
+    served.stop(Duration::from_secs(30)).await;
+}
+
+async fn a_new_nats_server_gets_every_outcome_again(kind: Kind) {
+    let dir = tempfile::tempdir().unwrap();
+    let database_url = database(kind).await;
+    let old = LoopbackServer::nats().await;
+    let mut served = start(database_url.as_deref(), &old.url(), dir.path()).await;
+    let first = debates(&served.base, &["Old server?"]).await;
+    receive_completions(&options(&old.url()), &first).await;
+    assert!(served.terminate(Duration::from_secs(30)).await.success());
+
+    // The same deployment moves to a server that has never seen it.
+    let new = LoopbackServer::nats().await;
+    let served = start(database_url.as_deref(), &new.url(), dir.path()).await;
+    let second = debates(&served.base, &["New server?"]).await;
+    let all: BTreeSet<String> = first.union(&second).cloned().collect();
+    let received = receive_completions(&options(&new.url()), &all).await;
+    assert_once(&new.url(), &received).await;
     served.stop(Duration::from_secs(30)).await;
 }
