@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
 use crate::auth::{Auth, AuthSetupError};
-use crate::bus::{self, Bus, BusError, LocalBus, NatsBus};
+use crate::bus::{Bus, BusError, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
@@ -20,7 +20,9 @@ use crate::http::ratelimit::RedisError;
 use crate::http::state::{ApiState, HttpState};
 use crate::ops::Ops;
 use crate::push::Push;
+use crate::review::Reviews;
 use crate::runner::Runner;
+use crate::scm::Scm;
 use crate::store::sealer::{self, seal_backlog};
 use crate::store::{Db, EventLog, StoreError};
 use crate::webhooks::{Webhooks, WebhooksError};
@@ -40,6 +42,8 @@ pub enum StartError {
     Auth(#[from] AuthSetupError),
     #[error("cannot set up webhooks: {0}")]
     Webhooks(#[from] WebhooksError),
+    #[error("cannot set up the source-host client: {0}")]
+    Scm(#[source] reqwest::Error),
     #[error("cannot listen: {0}")]
     Listen(#[from] std::io::Error),
 }
@@ -87,6 +91,10 @@ pub struct App {
     /// Read models that left their group (see `projection::group`), run alone.
     detached: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>>,
     pub webhooks: Webhooks,
+    /// Code reviews (the engine pull request review shares).
+    pub reviews: Reviews,
+    /// The source-host webhook receiver and pull request review.
+    pub scm: Scm,
 }
 
 impl App {
@@ -129,7 +137,17 @@ impl App {
             agents.clone(),
             runner.clone(),
             limits,
+        )
+        .with_read_cache(settings.http.read_cache);
+        let reviews = Reviews::new(
+            log.clone(),
+            clock.clone(),
+            debates.clone(),
+            settings.scm.max_input_bytes,
+            settings.scm.max_comments,
         );
+        let scm = Scm::new(log.clone(), &settings.scm, reviews.clone(), debates.clone())
+            .map_err(StartError::Scm)?;
         let push = Push::new(
             settings.push.clone(),
             settings.http.allowed_origins.clone(),
@@ -158,6 +176,8 @@ impl App {
             push,
             detached: Arc::default(),
             webhooks,
+            reviews,
+            scm,
         })
     }
 
@@ -186,7 +206,7 @@ impl App {
         tasks.push(self.bus.spawn_consumer(&self.log, dispatcher, stop));
         tasks.push(self.webhooks.spawn_worker(stop));
         let public = &self.settings.public_stream;
-        if let Some(publisher) = bus::outside::publisher(&self.bus, &self.log, public, stop) {
+        if let Some(publisher) = crate::outside::publisher(&self.bus, &self.log, public, stop) {
             tasks.push(self.bus.spawn_consumer(&self.log, publisher, stop));
         }
         Ok(tasks)
@@ -270,6 +290,8 @@ impl From<App> for ApiState {
             http: app.http,
             push: app.push,
             webhooks: app.webhooks,
+            reviews: app.reviews,
+            scm: app.scm,
         }
     }
 }

@@ -8,8 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-const SERVICES: [&str; 8] = [
-    "auth", "debates", "ops", "runner", "agents", "mail", "views", "push",
+const SERVICES: [&str; 12] = [
+    "auth", "debates", "ops", "runner", "agents", "mail", "views", "push", "webhooks", "review",
+    "scm", "outside",
 ];
 const ADAPTERS: [&str; 8] = [
     "store",

@@ -13,6 +13,7 @@ pub mod meta;
 pub mod money;
 pub mod organization;
 pub mod rejection;
+pub mod review;
 pub mod webhook;
 pub mod wire;
 

@@ -12,6 +12,7 @@ pub mod debate_list;
 pub mod debates;
 pub mod leaderboard;
 pub mod record;
+pub mod reviews;
 pub mod tables;
 pub mod webhooks;
 
@@ -21,6 +22,7 @@ pub use agon_aggregates::wire::DecodeError;
 pub use debates::Debates;
 pub use leaderboard::Leaderboard;
 pub use record::{Cursor, EventRecord};
+pub use reviews::Reviews;
 pub use tables::{Changes, TableProjection};
 pub use webhooks::WebhookSubscriptions;
 

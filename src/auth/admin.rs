@@ -7,6 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{Auth, AuthError};
+use agon_aggregates::ids::UserId;
 
 /// A user's lock as admins see it (§2.2).
 #[derive(Debug, Serialize, ToSchema)]
@@ -34,7 +35,7 @@ impl Auth {
         }
     }
 
-    pub async fn lockout_status(&self, user_id: &str) -> Result<LockoutStatus, AuthError> {
+    pub async fn lockout_status(&self, user_id: &UserId) -> Result<LockoutStatus, AuthError> {
         let account = self.existing(user_id).await?;
         let remaining = account.lock_remaining(self.clock().now());
         Ok(LockoutStatus {
@@ -49,10 +50,14 @@ impl Auth {
 
     /// Clears the lock and the failure count.
     #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
-    pub async fn unlock(&self, admin: &str, user_id: &str) -> Result<LockoutStatus, AuthError> {
+    pub async fn unlock(
+        &self,
+        admin: &UserId,
+        user_id: &UserId,
+    ) -> Result<LockoutStatus, AuthError> {
         self.existing(user_id).await?;
         let unlock = AccountCommand::Unlock {
-            by: admin.to_owned(),
+            by: admin.as_str().to_owned(),
             at: self.clock().now(),
         };
         self.command(user_id, unlock, admin).await?;
@@ -61,10 +66,10 @@ impl Auth {
 
     /// Disables `user_id`: sign-in refused, every session and API key end.
     #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
-    pub async fn disable(&self, admin: &str, user_id: &str) -> Result<usize, AuthError> {
+    pub async fn disable(&self, admin: &UserId, user_id: &UserId) -> Result<usize, AuthError> {
         self.existing(user_id).await?;
         let disable = AccountCommand::Disable {
-            by: admin.to_owned(),
+            by: admin.as_str().to_owned(),
             at: self.clock().now(),
         };
         let (_, events) = self.command(user_id, disable, admin).await?;
@@ -81,10 +86,10 @@ impl Auth {
     /// Lets a disabled `user_id` sign in again (its sessions and API keys
     /// stay revoked). Enabling an enabled account changes nothing.
     #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
-    pub async fn enable(&self, admin: &str, user_id: &str) -> Result<(), AuthError> {
+    pub async fn enable(&self, admin: &UserId, user_id: &UserId) -> Result<(), AuthError> {
         self.existing(user_id).await?;
         let enable = AccountCommand::Enable {
-            by: admin.to_owned(),
+            by: admin.as_str().to_owned(),
             at: self.clock().now(),
         };
         self.command(user_id, enable, admin).await?;
@@ -97,10 +102,10 @@ impl Auth {
 
     /// Ends every session of `user_id` and revokes its API keys.
     #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id), err(level = "debug"))]
-    pub async fn revoke_all(&self, admin: &str, user_id: &str) -> Result<usize, AuthError> {
+    pub async fn revoke_all(&self, admin: &UserId, user_id: &UserId) -> Result<usize, AuthError> {
         self.existing(user_id).await?;
         let revoke = AccountCommand::RevokeAll {
-            by: admin.to_owned(),
+            by: admin.as_str().to_owned(),
             at: self.clock().now(),
         };
         let (_, events) = self.command(user_id, revoke, admin).await?;

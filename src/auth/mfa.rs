@@ -1,6 +1,7 @@
 //! TOTP second factor: setup, enable with backup codes, disable, admin reset.
 
 use agon_aggregates::account::{AccountCommand, SecondFactor};
+use agon_aggregates::ids::UserId;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -169,10 +170,10 @@ impl Auth {
     }
 
     /// An admin clears `user_id`'s MFA (a lost device).
-    pub async fn reset_mfa(&self, admin: &str, user_id: &str) -> Result<(), AuthError> {
+    pub async fn reset_mfa(&self, admin: &UserId, user_id: &UserId) -> Result<(), AuthError> {
         self.existing(user_id).await?;
         let reset = AccountCommand::ResetMfa {
-            by: admin.to_owned(),
+            by: admin.as_str().to_owned(),
             at: self.clock().now(),
         };
         self.command(user_id, reset, admin).await?;

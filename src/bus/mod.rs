@@ -11,7 +11,6 @@
 pub mod delivery;
 pub mod local;
 pub mod nats;
-pub mod outside;
 
 use std::sync::Arc;
 

@@ -20,6 +20,17 @@ pub struct HttpSettings {
     /// `SERVICE_DETAIL_CACHE_BYTES`: rendered debate details kept in memory
     /// (0 keeps none). Default 16 MiB.
     pub detail_cache_bytes: usize,
+    /// `SERVICE_READ_CACHE_MS`, `SERVICE_READ_CACHE_ENTRIES`: recent list
+    /// pages and leaderboards kept in memory. Default 1000 ms, 4096.
+    pub read_cache: ReadCacheSettings,
+}
+
+/// How long recent reads are kept and how many (`SERVICE_READ_CACHE_MS`,
+/// `SERVICE_READ_CACHE_ENTRIES`); a zero keeps none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCacheSettings {
+    pub ttl: Duration,
+    pub max_entries: usize,
 }
 
 /// What one client may hold of the listener (item: stalled connections
@@ -138,6 +149,16 @@ impl HttpSettings {
             connections: ConnectionSettings::read(vars)?,
             detail_cache_bytes: vars.within("SERVICE_DETAIL_CACHE_BYTES", 0, 1 << 30, 16 << 20)?
                 as usize,
+            read_cache: ReadCacheSettings {
+                ttl: Duration::from_millis(vars.within(
+                    "SERVICE_READ_CACHE_MS",
+                    0,
+                    60_000,
+                    1_000,
+                )?),
+                max_entries: vars.within("SERVICE_READ_CACHE_ENTRIES", 0, 1_000_000, 4_096)?
+                    as usize,
+            },
         })
     }
 }

@@ -8,6 +8,7 @@ mod auth;
 mod http;
 mod outside;
 mod push;
+mod scm;
 mod values;
 mod webhooks;
 
@@ -16,9 +17,13 @@ use std::time::Duration;
 
 pub use agents::{AgentSettings, ProviderSettings};
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
-pub use http::{ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings};
+pub use http::{
+    ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings,
+    ReadCacheSettings,
+};
 pub use outside::PublicStreamSettings;
 pub use push::{ConnectionCaps, PushSettings};
+pub use scm::ScmSettings;
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
 pub use webhooks::WebhookSettings;
@@ -74,6 +79,9 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     /// `SERVICE_NATS_PUBLIC_*`: the stream outside subscribers read.
     pub public_stream: PublicStreamSettings,
+    /// `SCM_*`, `SERVICE_SCM_*`, `SERVICE_REVIEW_*`: the source-host
+    /// webhook receiver, pull request and code reviews.
+    pub scm: ScmSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -184,6 +192,7 @@ impl Settings {
             },
             webhooks: WebhookSettings::read(&vars)?,
             public_stream: PublicStreamSettings::read(&vars)?,
+            scm: ScmSettings::read(&vars, environment == Environment::Production)?,
             warnings,
         };
         settings.check_deployment()?;

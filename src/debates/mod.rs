@@ -2,10 +2,12 @@
 //! debate` command share ([`Debates`]), and the rules a request must meet
 //! before it becomes a command ([`rules`]).
 
+mod cache;
 pub mod rules;
 mod service;
 
 /// A page of the debates list as stored: items to serve unparsed, and the total.
 pub use crate::projection::reads::DebatePage;
+pub use cache::ReadCacheSettings;
 pub use rules::{CreateError, NewDebate, TextLimits, auto_agents, protocol_for};
 pub use service::{DebateOutcome, Debates};

@@ -2,11 +2,8 @@
 //! turn what a caller asked for into the create command's protocol, shared
 //! by the HTTP API and the `agon debate` command.
 
-use agon_aggregates::debate::rules::{self, same_agent};
-use agon_aggregates::debate::{
-    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, DebateError, MIN_AGENTS,
-    Protocol,
-};
+use agon_aggregates::debate::rules::{self, ProtocolRequest, Topic, same_agent};
+use agon_aggregates::debate::{ConsensusMode, DebateError, MIN_AGENTS, Protocol};
 use thiserror::Error;
 
 use crate::agents::{Agents, Provider, ResolveError};
@@ -64,6 +61,11 @@ impl From<CommandError<DebateError>> for CreateError {
     }
 }
 
+/// A broken debate rule, named by the request field it is about.
+fn rule_broken(rule: DebateError) -> CreateError {
+    invalid(rule.field().unwrap_or("debate"), rule.reason())
+}
+
 fn invalid(field: &str, reason: impl Into<String>) -> CreateError {
     CreateError::Invalid {
         field: field.to_owned(),
@@ -94,18 +96,9 @@ pub fn protocol_for(
     agents: &Agents,
     limits: TextLimits,
 ) -> Result<Protocol, CreateError> {
-    // The limit counts what was sent, spaces included.
-    let max_topic = limits.topic_chars;
-    if new.topic.chars().count() > max_topic {
-        return Err(invalid(
-            "topic",
-            format!("must be at most {max_topic} characters"),
-        ));
-    }
-    new.topic = new.topic.trim().to_owned();
-    if new.topic.is_empty() {
-        return Err(invalid("topic", "must not be empty"));
-    }
+    new.topic = Topic::parse(&new.topic, limits.topic_chars)
+        .map_err(rule_broken)?
+        .into_inner();
     if new
         .context
         .as_ref()
@@ -137,19 +130,15 @@ pub fn protocol_for(
             None => new.agents.push(judge.clone()),
         }
     }
-    let protocol = Protocol {
-        phases: new
-            .phases
-            .clone()
-            .unwrap_or_else(|| DEFAULT_PHASES.map(str::to_owned).to_vec()),
-        rounds: new.rounds.unwrap_or(DEFAULT_ROUNDS),
-        consensus: new.consensus.unwrap_or_default(),
-        threshold: new.threshold.unwrap_or(DEFAULT_THRESHOLD),
+    rules::check_seats(&new.agents, new.judge.as_deref()).map_err(rule_broken)?;
+    let request = ProtocolRequest {
+        phases: new.phases.clone(),
+        rounds: new.rounds,
+        consensus: new.consensus,
+        threshold: new.threshold,
         judge: new.judge.clone(),
     };
-    // The aggregate's own rules, checked here to name the field.
-    rules::check_new(&new.topic, &new.agents, &protocol)
-        .map_err(|rule| invalid(rule.field().unwrap_or("debate"), rule.reason()))?;
+    let protocol = Protocol::parse(request, &new.agents).map_err(rule_broken)?;
     for (i, name) in new.agents.iter().enumerate() {
         let field = if i < named { "agents" } else { "judge" };
         agents.resolve(name).map_err(|e| match e {

@@ -8,9 +8,12 @@ use agon_projections::accounts::AccountView;
 use agon_projections::debates::DEBATE_AGGREGATE;
 use agon_projections::leaderboard::LeaderboardView;
 use agon_projections::{Accounts, Debates as DebateDocs, Leaderboard};
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
+use super::cache::{ReadCache, ReadCacheSettings};
 use super::rules::{CreateError, NewDebate, TextLimits, protocol_for};
 use crate::agents::Agents;
 use crate::auth::Caller;
@@ -44,6 +47,7 @@ pub struct Debates {
     agents: Agents,
     runner: Runner,
     limits: TextLimits,
+    cache: ReadCache,
 }
 
 impl Debates {
@@ -61,7 +65,14 @@ impl Debates {
             agents,
             runner,
             limits,
+            cache: ReadCache::default(),
         }
+    }
+
+    /// Keeps recent list pages and leaderboards as `settings` say.
+    pub fn with_read_cache(mut self, settings: ReadCacheSettings) -> Self {
+        self.cache = ReadCache::new(settings);
+        self
     }
 
     /// How long a topic and a context may be.
@@ -188,8 +199,16 @@ impl Debates {
         state: Option<&str>,
         limit: u32,
         offset: u64,
-    ) -> Result<DebatePage, StoreError> {
-        reads::debate_page(&self.log, filter_for(caller, state), limit, offset).await
+    ) -> Result<Arc<DebatePage>, StoreError> {
+        let filter = filter_for(caller, state);
+        let key = (
+            filter.owner.map(str::to_owned),
+            state.map(str::to_owned),
+            limit,
+            offset,
+        );
+        let load = reads::debate_page(&self.log, filter, limit, offset);
+        self.cache.page(&self.log, key, load).await
     }
 
     /// The debate `id` without its messages, if `caller` may see it.
@@ -247,8 +266,9 @@ impl Debates {
     }
 
     /// The agents' ratings as the leaderboard projection has them.
-    pub async fn leaderboard(&self) -> Result<LeaderboardView, StoreError> {
-        load_view::<Leaderboard>(&self.log).await
+    pub async fn leaderboard(&self) -> Result<Arc<LeaderboardView>, StoreError> {
+        let load = load_view::<Leaderboard>(&self.log);
+        self.cache.leaderboard(&self.log, load).await
     }
 
     /// Whether `caller` may see `debate`: its creator, members of its

@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod admin;
 pub mod agents;
 pub mod caller;
+pub mod code_review;
 pub mod context;
 pub mod dead_letters;
 pub mod debates;
@@ -23,6 +24,7 @@ pub mod metrics;
 pub mod ratelimit;
 pub mod recent_errors;
 pub mod routes;
+pub mod scm;
 pub mod serve;
 pub mod shared;
 pub mod state;
@@ -68,6 +70,8 @@ pub fn routes() -> Routes {
         .merge(agents::routes())
         .merge(ws::routes())
         .merge(webhooks::routes())
+        .merge(scm::routes())
+        .merge(code_review::routes())
 }
 
 /// The full API router.

@@ -17,6 +17,8 @@ use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
 use crate::ops::Ops;
 use crate::push::Push;
+use crate::review::Reviews;
+use crate::scm::Scm;
 use crate::webhooks::Webhooks;
 
 /// The HTTP layer's own state; cheap to clone.
@@ -52,6 +54,8 @@ pub struct ApiState {
     pub http: HttpState,
     pub push: Push,
     pub webhooks: Webhooks,
+    pub reviews: Reviews,
+    pub scm: Scm,
 }
 
 macro_rules! substate {
@@ -66,3 +70,4 @@ macro_rules! substate {
 
 substate!(auth: Auth, debates: Debates, ops: Ops, agents: Agents, http: HttpState, push: Push);
 substate!(webhooks: Webhooks);
+substate!(reviews: Reviews, scm: Scm);

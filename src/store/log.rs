@@ -97,6 +97,11 @@ impl EventLog {
         self.read_models.subscribe()
     }
 
+    /// How many read-model commits this process has seen.
+    pub(crate) fn read_models_version(&self) -> u64 {
+        *self.read_models.borrow()
+    }
+
     /// Tells the waiting requests that a read model moved.
     pub(crate) fn read_models_moved(&self) {
         self.read_models.send_modify(|n| *n = n.wrapping_add(1));

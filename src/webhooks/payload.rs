@@ -130,7 +130,7 @@ pub fn body<D: Serialize>(kind: &str, at: DateTime<Utc>, data: D) -> String {
 }
 
 /// The message an ending or a verdict makes: its name, when, and its body.
-/// Webhooks and the public NATS stream (`crate::bus::outside`) send the same.
+/// Webhooks and the public NATS stream (`crate::outside`) send the same.
 pub fn message_of(
     event: &DebateEvent,
     debate_id: String,

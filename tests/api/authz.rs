@@ -152,6 +152,9 @@ async fn only_the_spec_public_routes_are_open() {
         // The upgrade authenticates itself: the credential may ride in the
         // query (`token`, `ticket`) or the subprotocol header (tests/api/ws.rs).
         "/ws",
+        // §6.3: the source host's deliveries carry no bearer; the service
+        // checks their HMAC signature (tests/api/scm.rs).
+        "/api/v1/webhooks/scm",
     ];
     for canonical in &open {
         assert!(allowed.contains(canonical), "{canonical} is public");

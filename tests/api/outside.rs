@@ -147,7 +147,7 @@ async fn lose_checkpoint(database_url: Option<&str>, dir: &std::path::Path) {
         None => Db::open_sqlite(dir).await.unwrap(),
     };
     let log = EventLog::new(db);
-    let name = agon::projection::checkpoint_name(agon::bus::outside::NAME);
+    let name = agon::projection::checkpoint_name(agon::outside::NAME);
     assert_ne!(
         log.load_checkpoint(&name).await.unwrap(),
         agon_projections::Cursor::START,

@@ -6,6 +6,7 @@
 mod accounts;
 mod debates;
 mod golden;
+mod reviews;
 mod webhooks;
 mod ws;
 

@@ -12,6 +12,8 @@ pub enum DebateError {
     NotFound,
     #[error("invalid debate: topic is empty")]
     EmptyTopic,
+    #[error("invalid debate: topic is longer than {max} characters")]
+    TopicTooLong { max: usize },
     #[error("invalid debate: a debate needs between {min} and {max} agents, and its judge")]
     SeatCount {
         min: usize,
@@ -52,7 +54,7 @@ impl DebateError {
     pub fn field(&self) -> Option<&'static str> {
         use DebateError as E;
         Some(match self {
-            E::EmptyTopic => "topic",
+            E::EmptyTopic | E::TopicTooLong { .. } => "topic",
             E::SeatCount { .. } | E::EmptyAgentName | E::DuplicateAgent { .. } => "agents",
             E::RoundsOutOfRange { .. } => "rounds",
             E::ThresholdOutOfRange => "protocol.consensus_threshold",
@@ -70,6 +72,7 @@ impl DebateError {
         use DebateError as E;
         match self {
             E::EmptyTopic => "must not be empty".to_owned(),
+            E::TopicTooLong { max } => format!("must be at most {max} characters"),
             E::SeatCount { min, max, seats } => {
                 format!("a debate seats {min} to {max} agents, not {seats}")
             }
@@ -109,6 +112,7 @@ impl Rejection for DebateError {
             E::AlreadyExists => "DEBATE_EXISTS",
             E::NotFound => "DEBATE_NOT_FOUND",
             E::EmptyTopic => "EMPTY_TOPIC",
+            E::TopicTooLong { .. } => "TOPIC_TOO_LONG",
             E::SeatCount { .. } => "SEAT_COUNT",
             E::EmptyAgentName => "EMPTY_AGENT_NAME",
             E::DuplicateAgent { .. } => "DUPLICATE_AGENT",

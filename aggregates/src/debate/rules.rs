@@ -3,7 +3,10 @@
 //! it builds the command, to name the request field a broken rule is about
 //! ([`DebateError::field`], [`DebateError::reason`]).
 
-use super::{DebateError, MAX_AGENTS, MAX_ROUNDS, MIN_AGENTS, Protocol};
+use super::{
+    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, DebateError, MAX_AGENTS,
+    MAX_ROUNDS, MIN_AGENTS, Protocol,
+};
 
 /// Most phases a protocol may name.
 pub const MAX_PHASES: usize = 8;
@@ -17,11 +20,64 @@ pub fn same_agent(a: &str, b: &str) -> bool {
     a.trim().to_lowercase() == b.trim().to_lowercase()
 }
 
-/// Every rule of a new debate.
-pub fn check_new(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), DebateError> {
-    if topic.trim().is_empty() {
-        return Err(DebateError::EmptyTopic);
+/// A debate's topic as sent, trimmed: never empty, and never longer than
+/// the deployment allows (counted as sent, spaces included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topic(String);
+
+impl Topic {
+    pub fn parse(text: &str, max_chars: usize) -> Result<Self, DebateError> {
+        if text.chars().count() > max_chars {
+            return Err(DebateError::TopicTooLong { max: max_chars });
+        }
+        match text.trim() {
+            "" => Err(DebateError::EmptyTopic),
+            topic => Ok(Self(topic.to_owned())),
+        }
     }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+/// What a request says of a protocol; what it leaves out takes the defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProtocolRequest {
+    pub phases: Option<Vec<String>>,
+    pub rounds: Option<u32>,
+    pub consensus: Option<ConsensusMode>,
+    pub threshold: Option<f64>,
+    pub judge: Option<String>,
+}
+
+impl Protocol {
+    /// The protocol `request` asks for over the panel `agents` (a judge
+    /// from outside it already seated last), defaults filled in, once it
+    /// meets every rule of [`check_protocol`].
+    pub fn parse(request: ProtocolRequest, agents: &[String]) -> Result<Self, DebateError> {
+        let protocol = Protocol {
+            phases: request
+                .phases
+                .unwrap_or_else(|| DEFAULT_PHASES.map(str::to_owned).to_vec()),
+            rounds: request.rounds.unwrap_or(DEFAULT_ROUNDS),
+            consensus: request.consensus.unwrap_or_default(),
+            threshold: request.threshold.unwrap_or(DEFAULT_THRESHOLD),
+            judge: request.judge,
+        };
+        check_protocol(&protocol, agents)?;
+        Ok(protocol)
+    }
+}
+
+/// Every rule of a new debate (the topic's length is the deployment's to
+/// limit before the command is built).
+pub fn check_new(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), DebateError> {
+    Topic::parse(topic, usize::MAX)?;
     check_seats(agents, protocol.judge.as_deref())?;
     check_protocol(protocol, agents)
 }
@@ -105,7 +161,6 @@ fn well_formed_phase(phase: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::debate::{ConsensusMode, DEFAULT_PHASES};
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
@@ -176,5 +231,60 @@ mod tests {
         assert_eq!(rule.field(), Some("rounds"));
         assert_eq!(rule.reason(), format!("must be between 1 and {MAX_ROUNDS}"));
         assert_eq!(DebateError::VotesMissing.field(), None);
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn a_topic_is_trimmed_not_empty_and_within_its_limit_as_sent() {
+        assert_eq!(Topic::parse("  Tabs?  ", 9).unwrap().as_str(), "Tabs?");
+        assert_eq!(
+            Topic::parse("  Tabs?  ", 8),
+            Err(DebateError::TopicTooLong { max: 8 })
+        );
+        assert_eq!(Topic::parse(" \t", 10), Err(DebateError::EmptyTopic));
+        assert_eq!(
+            Topic::parse("é".repeat(3).as_str(), 3)
+                .unwrap()
+                .into_inner(),
+            "ééé"
+        );
+    }
+
+    #[test]
+    fn a_protocol_takes_the_defaults_and_every_rule() {
+        let agents = vec!["a".to_owned(), "b".to_owned()];
+        let protocol = Protocol::parse(ProtocolRequest::default(), &agents).unwrap();
+        assert_eq!(protocol.rounds, DEFAULT_ROUNDS);
+        assert_eq!(protocol.phases, DEFAULT_PHASES.map(str::to_owned).to_vec());
+        assert_eq!(protocol.threshold, DEFAULT_THRESHOLD);
+        let request = |judge: &str| ProtocolRequest {
+            judge: Some(judge.to_owned()),
+            ..ProtocolRequest::default()
+        };
+        assert_eq!(
+            Protocol::parse(request("c"), &agents),
+            Err(DebateError::JudgeNotSeated {
+                name: "c".to_owned()
+            })
+        );
+        assert_eq!(
+            Protocol::parse(request("b"), &agents)
+                .unwrap()
+                .judge
+                .as_deref(),
+            Some("b")
+        );
+        let zero = ProtocolRequest {
+            rounds: Some(0),
+            ..ProtocolRequest::default()
+        };
+        assert_eq!(
+            Protocol::parse(zero, &agents),
+            Err(DebateError::RoundsOutOfRange { max: MAX_ROUNDS })
+        );
     }
 }

@@ -12,12 +12,13 @@ use utoipa_axum::routes;
 use super::Done;
 use crate::auth::admin::LockoutStatus;
 use crate::auth::rbac::Permission;
-use crate::auth::{Auth, Caller};
+use crate::auth::{Auth, AuthError, Caller};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, ApiQuery};
 use crate::http::ratelimit::Action;
 use crate::http::routes::{RouteSpec, Routes};
 use crate::http::shared::Shared;
+use agon_aggregates::ids::UserId;
 
 pub fn routes() -> Routes {
     let admin = || {
@@ -149,6 +150,16 @@ async fn list_users(
     }))
 }
 
+/// The user a path names; text no user id can be names no user (404).
+fn user(text: &str) -> Result<UserId, ApiError> {
+    UserId::parse(text).map_err(|_| {
+        ApiError::from(AuthError::NotFound {
+            resource_type: "user",
+            resource_id: text.to_owned(),
+        })
+    })
+}
+
 /// A user's lock: `locked_until`, remaining seconds, failed login count.
 #[utoipa::path(get, path = "/api/v2/admin/users/{user_id}/lockout-status", tag = "admin",
     params(("user_id" = String, Path)),
@@ -157,7 +168,7 @@ async fn lockout_status(
     State(auth): State<Auth>,
     ApiPath(user_id): ApiPath<String>,
 ) -> Result<Json<LockoutStatus>, ApiError> {
-    Ok(Json(auth.lockout_status(&user_id).await?))
+    Ok(Json(auth.lockout_status(&user(&user_id)?).await?))
 }
 
 /// Clears a user's lock and failed login count.
@@ -169,7 +180,7 @@ async fn unlock_user(
     caller: Caller,
     ApiPath(user_id): ApiPath<String>,
 ) -> Result<Json<LockoutStatus>, ApiError> {
-    Ok(Json(auth.unlock(&caller.user_id, &user_id).await?))
+    Ok(Json(auth.unlock(&caller.user_id, &user(&user_id)?).await?))
 }
 
 /// Resets a user's MFA (a lost authenticator).
@@ -181,7 +192,7 @@ async fn reset_user_mfa(
     caller: Caller,
     ApiPath(user_id): ApiPath<String>,
 ) -> Result<Json<Done>, ApiError> {
-    auth.reset_mfa(&caller.user_id, &user_id).await?;
+    auth.reset_mfa(&caller.user_id, &user(&user_id)?).await?;
     Ok(Json(Done::new("MFA reset")))
 }
 
@@ -202,7 +213,7 @@ async fn disable_user(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AccountAction>, ApiError> {
-    let sessions_revoked = auth.disable(&caller.user_id, &id).await?;
+    let sessions_revoked = auth.disable(&caller.user_id, &user(&id)?).await?;
     Ok(Json(AccountAction {
         success: true,
         user_id: id,
@@ -221,7 +232,7 @@ async fn enable_user(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AccountAction>, ApiError> {
-    auth.enable(&caller.user_id, &id).await?;
+    auth.enable(&caller.user_id, &user(&id)?).await?;
     Ok(Json(AccountAction {
         success: true,
         user_id: id,
@@ -238,7 +249,7 @@ async fn revoke_user_tokens(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AccountAction>, ApiError> {
-    let sessions_revoked = auth.revoke_all(&caller.user_id, &id).await?;
+    let sessions_revoked = auth.revoke_all(&caller.user_id, &user(&id)?).await?;
     Ok(Json(AccountAction {
         success: true,
         user_id: id,

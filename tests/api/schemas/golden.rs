@@ -10,6 +10,8 @@ use agon_aggregates::account::AccountEvent;
 use agon_aggregates::debate::DebateEvent;
 use agon_aggregates::email_claim::EmailClaimEvent;
 use agon_aggregates::organization::OrganizationEvent;
+use agon_aggregates::review::ReviewEvent;
+use agon_aggregates::review::delivery::ScmDeliveryEvent;
 use agon_aggregates::webhook::WebhookEvent;
 use agon_aggregates::wire::{self, DecodeError, STANDARD, Stored};
 use cqrs_es::DomainEvent;
@@ -59,6 +61,8 @@ fn decode(stored: Stored<'_>, payload: Value) -> Result<(String, String), Decode
         "organization" => wire::decode::<OrganizationEvent>(stored, payload).map(named),
         "email" => wire::decode::<EmailClaimEvent>(stored, payload).map(named),
         "webhook" => wire::decode::<WebhookEvent>(stored, payload).map(named),
+        "review" => wire::decode::<ReviewEvent>(stored, payload).map(named),
+        "scm_delivery" => wire::decode::<ScmDeliveryEvent>(stored, payload).map(named),
         other => panic!("no event enum for aggregate type {other}"),
     }
 }

@@ -1,4 +1,6 @@
 //! The public NATS stream: debate outcomes for systems outside the service.
+//! A service beside the webhooks, whose bodies it sends; the bus is its
+//! adapter.
 //!
 //! With NATS configured, a durable consumer of the log publishes every
 //! `debate.completed`, `debate.verdict` and `debate.failed` to the stream
@@ -8,7 +10,7 @@
 //! and `Nats-Msg-Id` set to the event id. It awaits every ack before moving
 //! its checkpoint, so a crash in between re-publishes what the stream's
 //! duplicate window then drops: outside consumers read each outcome once,
-//! durably, at their own pace. The internal stream (`nats.rs`) carries
+//! durably, at their own pace. The internal stream (`bus/nats.rs`) carries
 //! stored events, whose form may change; this one carries only public DTOs.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,8 +25,8 @@ use async_nats::jetstream::{ErrorCode, stream};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::nats::{DEPLOYMENT_HEADER, Identity, NatsBus};
-use super::{Bus, Consumer, ConsumerError};
+use crate::bus::nats::{DEPLOYMENT_HEADER, Identity, NatsBus};
+use crate::bus::{Bus, Consumer, ConsumerError};
 use crate::config::PublicStreamSettings;
 use crate::projection::{IdleCheckpoint, checkpoint_name};
 use crate::store::{CommandError, EventLog, StoreError};
@@ -32,6 +34,10 @@ use crate::webhooks::payload::{self, Verdict};
 
 /// The consumer's name (its checkpoint is `projection.public-stream`).
 pub const NAME: &str = "public-stream";
+/// Where the last outcome published lies in the log (a checkpoint row):
+/// unset while nothing was ever published, so that an empty stream then
+/// does not send the publisher through the whole log again.
+const PUBLISHED_MARK: &str = "public-stream.published";
 /// The header naming the message's type (`debate.completed`, ...).
 pub const TYPE_HEADER: &str = "Agon-Event-Type";
 /// The header naming the version of the body's `data` form.
@@ -209,7 +215,7 @@ impl Publisher {
             }
             tracing::warn!(error = %error, "NATS away; the public stream waits for it");
             while !self.nats.connected() {
-                if !super::pause(&self.stop, RECONNECT_CHECK).await {
+                if !crate::bus::pause(&self.stop, RECONNECT_CHECK).await {
                     return Err((from, error));
                 }
             }
@@ -247,16 +253,17 @@ impl Consumer for Publisher {
         NAME
     }
 
-    /// The stored checkpoint, or the log's start when the server's stream
-    /// never held a message (a new server, or one that lost its data):
-    /// outside subscribers then get every outcome again, as the relay
-    /// republishes the log into an empty internal stream. Once per process,
-    /// so that a deployment without outcomes is not read again at each bind.
+    /// The stored checkpoint, or the log's start when outcomes were
+    /// published but the server's stream never held a message (a new
+    /// server, or one that lost its data): outside subscribers then get
+    /// every outcome again, as the relay republishes the log into an empty
+    /// internal stream. Looked at once per process.
     async fn checkpoint(&self) -> Result<Cursor, StoreError> {
         let name = checkpoint_name(NAME);
         let stored = self.log.load_checkpoint(&name).await?;
         if stored != Cursor::START
             && !self.looked_at_stream.swap(true, Ordering::SeqCst)
+            && self.log.load_checkpoint(PUBLISHED_MARK).await? != Cursor::START
             && self.stream_is_new().await
         {
             tracing::warn!(
@@ -293,6 +300,11 @@ impl Consumer for Publisher {
                 self.save(done.cursor).await?;
             }
             return Err(ConsumerError::transient(failed, error));
+        }
+        if let Some(published) = messages.last() {
+            self.log
+                .save_checkpoint(PUBLISHED_MARK, published.record.cursor)
+                .await?;
         }
         self.save(last.cursor).await?;
         Ok(())
