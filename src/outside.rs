@@ -74,6 +74,7 @@ pub fn publisher(
             stop: stop.clone(),
             idle: IdleCheckpoint::default(),
             looked_at_stream: AtomicBool::new(false),
+            stream_ready: AtomicBool::new(false),
         })
     })
 }
@@ -95,6 +96,9 @@ pub struct Publisher {
     idle: IdleCheckpoint,
     /// Whether [`Consumer::checkpoint`] has looked for an empty stream.
     looked_at_stream: AtomicBool,
+    /// Whether the stream was made or brought to the settings since the
+    /// start or the last failed publish (not at every batch).
+    stream_ready: AtomicBool,
 }
 
 impl Publisher {
@@ -170,7 +174,18 @@ impl Publisher {
     /// Publishes `messages` and awaits their acks in order; on a failure,
     /// the index of the first message not known to be stored.
     async fn publish(&self, messages: &[Outgoing<'_>]) -> Result<(), (usize, async_nats::Error)> {
-        self.ensure_stream().await.map_err(|e| (0, e))?;
+        let published = self.publish_once(messages).await;
+        self.stream_ready.store(published.is_ok(), Ordering::SeqCst);
+        published
+    }
+
+    async fn publish_once(
+        &self,
+        messages: &[Outgoing<'_>],
+    ) -> Result<(), (usize, async_nats::Error)> {
+        if !self.stream_ready.load(Ordering::SeqCst) {
+            self.ensure_stream().await.map_err(|e| (0, e))?;
+        }
         let jetstream = self.nats.jetstream();
         let deployment = self.identity().deployment();
         let mut acks = Vec::with_capacity(messages.len());
