@@ -95,7 +95,7 @@ cargo test --workspace --no-fail-fast 2>&1 | tee "$WORK/test.log" || TESTS_OK=0
 
 log "the upstream Python SDK (aragora-sdk 2.11.0, unchanged) against the binary, both back ends"
 SDK_OK=1
-python3 -m venv "$WORK/sdk" && "$WORK/sdk/bin/pip" install -q --disable-pip-version-check 'aragora-sdk==2.11.0' websockets >/dev/null || SDK_OK=0
+python3 -m venv "$WORK/sdk" && "$WORK/sdk/bin/pip" install -q --disable-pip-version-check 'aragora-sdk==2.11.0' websockets standardwebhooks >/dev/null || SDK_OK=0
 if [ "$SDK_OK" = 1 ]; then
   AGON_BINARY="$ROOT/target/debug/agon" "$WORK/sdk/bin/python" -W ignore -m unittest discover -s tests/sdk -v 2>&1 | tail -n 40 || SDK_OK=0
 fi

@@ -219,6 +219,10 @@ impl App {
         let dispatcher = self.webhooks.dispatcher();
         tasks.push(self.bus.spawn_consumer(&self.log, dispatcher, stop));
         tasks.push(self.webhooks.spawn_worker(stop));
+        let public = &self.settings.public_stream;
+        if let Some(publisher) = crate::outside::publisher(&self.bus, &self.log, public, stop) {
+            tasks.push(self.bus.spawn_consumer(&self.log, publisher, stop));
+        }
         Ok(tasks)
     }
 

@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-const SERVICES: [&str; 11] = [
+const SERVICES: [&str; 12] = [
     "auth", "debates", "ops", "runner", "agents", "mail", "views", "push", "webhooks", "review",
-    "scm",
+    "scm", "outside",
 ];
 const ADAPTERS: [&str; 8] = [
     "store",

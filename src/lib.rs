@@ -26,6 +26,7 @@ pub mod errors;
 pub mod http;
 pub mod mail;
 pub mod ops;
+pub mod outside;
 pub mod projection;
 pub mod push;
 pub mod request;

@@ -3,8 +3,9 @@
 # its default durability settings (fsync and synchronous_commit on) plus a
 # JetStream-enabled nats-server: `append` (event store) and `debates`
 # (demo debates over HTTP); `reads` (detail, list and leaderboard against
-# /healthz, and the list at 100 000 debates) on request. `ops/bench/run.sh
-# debates` runs one of them.
+# /healthz, and the list at 100 000 debates), `ws` (WebSocket push latency and
+# idle-socket memory) and `webhooks` (deliveries per second) on request.
+# `ops/bench/run.sh debates` runs one of them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v nats-server >/dev/null || apt-get install -y nats-server >/dev/null
@@ -27,6 +28,8 @@ NATS_PID=$!
 for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$NATS_PORT) 2>/dev/null && break; sleep 0.1; done
 export AGON_BENCH_DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 export AGON_BENCH_NATS_URL="nats://127.0.0.1:$NATS_PORT"
+# `ws` holds 10 000 sockets open at once (client and service ends).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 for bench in ${1:-append debates}; do
   cargo bench --bench "$bench"
 done

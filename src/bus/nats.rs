@@ -129,6 +129,11 @@ impl NatsBus {
         self.jetstream.client()
     }
 
+    /// The JetStream context, for streams of its own (`outside.rs`).
+    pub(crate) fn jetstream(&self) -> &jetstream::Context {
+        &self.jetstream
+    }
+
     /// Whether the client is connected to a server now.
     pub fn connected(&self) -> bool {
         self.jetstream.client().connection_state() == async_nats::connection::State::Connected

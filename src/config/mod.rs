@@ -6,6 +6,7 @@
 mod agents;
 mod auth;
 mod http;
+mod outside;
 mod push;
 mod scm;
 mod values;
@@ -20,6 +21,7 @@ pub use http::{
     ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings,
     ReadCacheSettings,
 };
+pub use outside::PublicStreamSettings;
 pub use push::{ConnectionCaps, PushSettings};
 pub use scm::ScmSettings;
 use values::Vars;
@@ -75,6 +77,8 @@ pub struct Settings {
     pub consumer_retry: crate::bus::RetryPolicy,
     /// `SERVICE_WEBHOOK_*`: outgoing webhook deliveries.
     pub webhooks: WebhookSettings,
+    /// `SERVICE_NATS_PUBLIC_*`: the stream outside subscribers read.
+    pub public_stream: PublicStreamSettings,
     /// `SCM_*`, `SERVICE_SCM_*`, `SERVICE_REVIEW_*`: the source-host
     /// webhook receiver, pull request and code reviews.
     pub scm: ScmSettings,
@@ -187,6 +191,7 @@ impl Settings {
                 )?),
             },
             webhooks: WebhookSettings::read(&vars)?,
+            public_stream: PublicStreamSettings::read(&vars)?,
             scm: ScmSettings::read(&vars, environment == Environment::Production)?,
             warnings,
         };

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
-use super::payload::{self, DEBATE_COMPLETED, DEBATE_FAILED, DEBATE_VERDICT, Verdict};
+use super::payload::{self, Verdict};
 use crate::bus::{Consumer, ConsumerError};
 use crate::projection::{IdleCheckpoint, checkpoint_name};
 use crate::store::db::with_pool;
@@ -99,7 +99,7 @@ impl Dispatcher {
                         let stored: Option<Verdict> =
                             stored.and_then(|v| serde_json::from_str(&v).ok());
                         let id = debate_id.to_owned();
-                        let made = message_of(other, id, topic, stored);
+                        let made = payload::message_of(other, id, topic, stored);
                         match other {
                             DebateEvent::ConsensusComputed { result, .. } => {
                                 let verdict = serde_json::to_string(&Verdict::from(result))
@@ -176,55 +176,6 @@ impl Dispatcher {
         }
         Ok(jobs)
     }
-}
-
-/// The message an ending or a verdict makes: its name, when, and its body.
-fn message_of(
-    event: &DebateEvent,
-    debate_id: String,
-    topic: String,
-    verdict: Option<Verdict>,
-) -> Option<(&'static str, DateTime<Utc>, String)> {
-    Some(match event {
-        DebateEvent::ConsensusComputed { result, at } => {
-            let data = payload::DebateVerdict {
-                debate_id,
-                topic,
-                verdict: Verdict::from(result),
-                decided_at: payload::time(*at),
-            };
-            (
-                DEBATE_VERDICT,
-                *at,
-                payload::body(DEBATE_VERDICT, *at, data),
-            )
-        }
-        DebateEvent::DebateCompleted { at } => {
-            let data = payload::DebateCompleted {
-                debate_id,
-                topic,
-                status: "completed".to_owned(),
-                verdict,
-                completed_at: payload::time(*at),
-            };
-            (
-                DEBATE_COMPLETED,
-                *at,
-                payload::body(DEBATE_COMPLETED, *at, data),
-            )
-        }
-        DebateEvent::DebateFailed { reason, at } => {
-            let data = payload::DebateFailed {
-                debate_id,
-                topic,
-                status: "failed".to_owned(),
-                reason: reason.clone(),
-                failed_at: payload::time(*at),
-            };
-            (DEBATE_FAILED, *at, payload::body(DEBATE_FAILED, *at, data))
-        }
-        _ => return None,
-    })
 }
 
 fn relevant(event: &EventRecord) -> bool {

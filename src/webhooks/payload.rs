@@ -3,7 +3,7 @@
 //! domain enums themselves. The envelope is Standard Webhooks' `type`,
 //! `timestamp` and `data`, with our own `version` of the `data` form.
 
-use agon_aggregates::debate::{ConsensusMode, ConsensusResult, ConsensusStatus};
+use agon_aggregates::debate::{ConsensusMode, ConsensusResult, ConsensusStatus, DebateEvent};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -127,4 +127,46 @@ pub fn body<D: Serialize>(kind: &str, at: DateTime<Utc>, data: D) -> String {
     };
     // Plain structs of strings and numbers always serialize.
     serde_json::to_string(&message).unwrap_or_default()
+}
+
+/// The message an ending or a verdict makes: its name, when, and its body.
+/// Webhooks and the public NATS stream (`crate::outside`) send the same.
+pub fn message_of(
+    event: &DebateEvent,
+    debate_id: String,
+    topic: String,
+    verdict: Option<Verdict>,
+) -> Option<(&'static str, DateTime<Utc>, String)> {
+    Some(match event {
+        DebateEvent::ConsensusComputed { result, at } => {
+            let data = DebateVerdict {
+                debate_id,
+                topic,
+                verdict: Verdict::from(result),
+                decided_at: time(*at),
+            };
+            (DEBATE_VERDICT, *at, body(DEBATE_VERDICT, *at, data))
+        }
+        DebateEvent::DebateCompleted { at } => {
+            let data = DebateCompleted {
+                debate_id,
+                topic,
+                status: "completed".to_owned(),
+                verdict,
+                completed_at: time(*at),
+            };
+            (DEBATE_COMPLETED, *at, body(DEBATE_COMPLETED, *at, data))
+        }
+        DebateEvent::DebateFailed { reason, at } => {
+            let data = DebateFailed {
+                debate_id,
+                topic,
+                status: "failed".to_owned(),
+                reason: reason.clone(),
+                failed_at: time(*at),
+            };
+            (DEBATE_FAILED, *at, body(DEBATE_FAILED, *at, data))
+        }
+        _ => return None,
+    })
 }

@@ -24,6 +24,7 @@ mod mail_links;
 mod nats;
 mod nats_deploy;
 mod outages;
+mod outside;
 mod platform;
 mod projection_lag;
 mod providers;
