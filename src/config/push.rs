@@ -18,6 +18,11 @@ pub struct PushSettings {
     /// `SERVICE_WS_SEND_BUFFER`: frames queued for one client before it is
     /// closed as a slow consumer (close code 4008). Default 256.
     pub send_buffer: usize,
+    /// `SERVICE_WS_READ_BUFFER_BYTES`: the buffer each socket reads into,
+    /// allocated at the upgrade (larger messages still arrive whole; it
+    /// grows for them). Default 4096: an idle socket then costs a few KiB
+    /// rather than the WebSocket library's 128 KiB.
+    pub read_buffer: usize,
     /// `SERVICE_WS_MAX_CONNECTIONS_FREE` (1), `_PRO` (5, also the starter
     /// tier) and `_ENTERPRISE` (20): open sockets per user (spec §8.1).
     pub max_connections: ConnectionCaps,
@@ -47,6 +52,13 @@ impl PushSettings {
             .unwrap_or(65_536),
             send_buffer: usize::try_from(vars.within("SERVICE_WS_SEND_BUFFER", 1, 1 << 20, 256)?)
                 .unwrap_or(256),
+            read_buffer: usize::try_from(vars.within(
+                "SERVICE_WS_READ_BUFFER_BYTES",
+                1_024,
+                1 << 20,
+                4_096,
+            )?)
+            .unwrap_or(4_096),
             max_connections: ConnectionCaps {
                 free: vars.within_u32("SERVICE_WS_MAX_CONNECTIONS_FREE", 1, 100_000, 1)?,
                 pro: vars.within_u32("SERVICE_WS_MAX_CONNECTIONS_PRO", 1, 100_000, 5)?,

@@ -152,6 +152,7 @@ async fn ws_upgrade(
     Ok(upgrade
         .protocols([SUBPROTOCOL])
         .max_message_size(size)
+        .read_buffer_size(push.settings().read_buffer)
         .max_frame_size(size)
         .on_upgrade(move |ws| socket::serve(ws, push, caller, (start, listening), slot)))
 }
