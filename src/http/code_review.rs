@@ -9,7 +9,7 @@ use agon_aggregates::review::{ReviewComment, ReviewKind};
 use agon_projections::reviews::ReviewDoc;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use chrono::SecondsFormat;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -133,14 +133,6 @@ impl From<ReviewsError> for ApiError {
     }
 }
 
-/// The request id the platform set, for the events' metadata.
-pub(super) fn request_id(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SnippetReview {
     /// Not blank.
@@ -160,7 +152,6 @@ pub struct SnippetReview {
 async fn review_snippet(
     State(reviews): State<Reviews>,
     caller: Caller,
-    headers: HeaderMap,
     ApiJson(body): ApiJson<SnippetReview>,
 ) -> Result<(StatusCode, Json<ReviewView>), ApiError> {
     let request = ReviewRequest {
@@ -174,7 +165,7 @@ async fn review_snippet(
         focus: body.focus,
     };
     let doc = reviews
-        .start(Some(&caller), request, request_id(&headers))
+        .start(Some(&caller), request, crate::request::current_request_id())
         .await?;
     Ok((StatusCode::ACCEPTED, Json(doc.into())))
 }
@@ -194,7 +185,6 @@ pub struct DiffReview {
 async fn review_diff(
     State(reviews): State<Reviews>,
     caller: Caller,
-    headers: HeaderMap,
     ApiJson(body): ApiJson<DiffReview>,
 ) -> Result<(StatusCode, Json<ReviewView>), ApiError> {
     let request = ReviewRequest {
@@ -204,7 +194,7 @@ async fn review_diff(
         focus: body.focus,
     };
     let doc = reviews
-        .start(Some(&caller), request, request_id(&headers))
+        .start(Some(&caller), request, crate::request::current_request_id())
         .await?;
     Ok((StatusCode::ACCEPTED, Json(doc.into())))
 }
@@ -231,7 +221,6 @@ pub struct PullReview {
 async fn review_pull_request(
     State(scm): State<Scm>,
     caller: Caller,
-    headers: HeaderMap,
     ApiJson(body): ApiJson<PullReview>,
 ) -> Result<axum::response::Response, ApiError> {
     let repository = super::scm::repository(&body.repository)?;
@@ -241,7 +230,7 @@ async fn review_pull_request(
         &repository,
         super::scm::pr_number(body.pr_number)?,
         body.focus,
-        request_id(&headers),
+        crate::request::current_request_id(),
     )
     .await
 }

@@ -16,7 +16,7 @@ use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
-use super::code_review::{ReviewView, request_id};
+use super::code_review::ReviewView;
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::routes::{RouteSpec, Routes};
@@ -162,7 +162,6 @@ pub struct StartPrReview {
 async fn start_pr_review(
     State(scm): State<Scm>,
     caller: Caller,
-    headers: HeaderMap,
     ApiJson(body): ApiJson<StartPrReview>,
 ) -> Result<Response, ApiError> {
     let repository = repository(&body.repository)?;
@@ -173,7 +172,7 @@ async fn start_pr_review(
         &repository,
         pr_number(body.pr_number)?,
         focus,
-        request_id(&headers),
+        crate::request::current_request_id(),
     )
     .await
 }

@@ -5,7 +5,7 @@ use agon_aggregates::Refusal;
 use agon_aggregates::debate::{ConsensusMode, MAX_ROUNDS};
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -211,14 +211,10 @@ impl CreateDebateBody {
 pub async fn create_debate(
     State(debates): State<Debates>,
     caller: Caller,
-    headers: HeaderMap,
     ApiJson(body): ApiJson<CreateDebateBody>,
 ) -> Result<(StatusCode, Json<CreatedDebate>), ApiError> {
     let new = body.into_new(debates.agents())?;
-    let request_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let request_id = crate::request::current_request_id();
     let debate = debates.create(new, Some(&caller), request_id).await?;
     Ok((
         StatusCode::CREATED,
