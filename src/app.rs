@@ -219,6 +219,8 @@ impl App {
         let dispatcher = self.webhooks.dispatcher();
         tasks.push(self.bus.spawn_consumer(&self.log, dispatcher, stop));
         tasks.push(self.webhooks.spawn_worker(stop));
+        let settler = crate::review::settler::Settler::new(self.reviews.clone(), self.scm.poster());
+        tasks.push(self.bus.spawn_consumer(&self.log, Arc::new(settler), stop));
         let public = &self.settings.public_stream;
         if let Some(publisher) = crate::outside::publisher(&self.bus, &self.log, public, stop) {
             tasks.push(self.bus.spawn_consumer(&self.log, publisher, stop));

@@ -147,6 +147,10 @@ impl DocumentProjection for Reviews {
                 doc.finished_at = Some(at);
                 Some(doc)
             }
+            (Some(mut doc), ReviewEvent::ReviewPosted { host_review_id, .. }) => {
+                doc.host_review_id = Some(host_review_id);
+                Some(doc)
+            }
             // A stream's later events never come before its first.
             (None, _) => None,
         })

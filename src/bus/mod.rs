@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::{EventLog, StoreError};
 
-pub use delivery::{ConsumerError, Delivery, RetryPolicy, Stall};
+pub use delivery::{BoxError, ConsumerError, Delivery, RetryPolicy, Stall};
 pub use ephemeral::Ephemeral;
 pub use local::LocalBus;
 pub use nats::{Identity, NatsBus};

@@ -31,6 +31,14 @@ pub struct ScmSettings {
     pub max_input_bytes: usize,
     /// `SERVICE_REVIEW_MAX_COMMENTS`: line comments one review carries. Default 20.
     pub max_comments: usize,
+    /// `SERVICE_SCM_AUTO_POST`: post the reviews that source-host webhooks
+    /// started to their pull requests once they complete (needs
+    /// `SCM_TOKEN`). Default true.
+    pub auto_post: bool,
+    /// `SERVICE_SCM_MAX_LISTED_REVIEWS`: the most reviews of one pull
+    /// request read back from the host, to find one already posted before
+    /// posting again. Default 1000.
+    pub max_listed_reviews: usize,
 }
 
 impl ScmSettings {
@@ -72,6 +80,13 @@ impl ScmSettings {
                 1 << 20,
             )? as usize,
             max_comments: vars.within_u32("SERVICE_REVIEW_MAX_COMMENTS", 0, 1_000, 20)? as usize,
+            auto_post: vars.flag("SERVICE_SCM_AUTO_POST", true)?,
+            max_listed_reviews: vars.within_u32(
+                "SERVICE_SCM_MAX_LISTED_REVIEWS",
+                1,
+                100_000,
+                1_000,
+            )? as usize,
         })
     }
 }

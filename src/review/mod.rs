@@ -6,10 +6,12 @@
 //! the result is drawn from the debate the first time a finished review is
 //! read, by whichever replica reads it.
 
+pub mod settler;
+
 use std::time::Duration;
 
 use agon_aggregates::CommandMeta;
-use agon_aggregates::debate::DebateStatus;
+use agon_aggregates::debate::{ConsensusResult, DebateStatus};
 use agon_aggregates::ids::DebateId;
 use agon_aggregates::review::{
     Anchor, Review, ReviewCommand, ReviewError, ReviewKind, ReviewStatus, Target, diff, outcome,
@@ -31,6 +33,14 @@ pub const WEBHOOK_OWNER: &str = "scm-webhook";
 
 /// How long a start waits for the read model to show the new review.
 const READ_MODEL_WAIT: Duration = Duration::from_secs(5);
+
+/// How a review's debate ended, as far as the review needs it.
+#[derive(Debug)]
+pub struct Ended<'a> {
+    pub status: DebateStatus,
+    pub consensus: Option<&'a ConsensusResult>,
+    pub failure_reason: Option<String>,
+}
 
 /// What is reviewed.
 #[derive(Debug, Clone)]
@@ -284,10 +294,31 @@ impl Reviews {
         let Some(debate) = self.debates.outcome(caller, &id).await? else {
             return Ok(doc);
         };
+        let ended = Ended {
+            status: debate.status,
+            consensus: debate.consensus.as_ref(),
+            failure_reason: debate.failure_reason,
+        };
+        if !self.conclude(&doc.review_id, &doc.anchors, ended).await? {
+            return Ok(doc);
+        }
+        self.shown(&doc.review_id, |d| d.status != ReviewStatus::InProgress)
+            .await
+    }
+
+    /// Records the outcome of review `review_id` from its debate's end;
+    /// false while the debate is still running. A review another reader or
+    /// replica settled first is left as it is.
+    pub(crate) async fn conclude(
+        &self,
+        review_id: &str,
+        anchors: &[Anchor],
+        debate: Ended<'_>,
+    ) -> Result<bool, ReviewsError> {
         let at = self.clock.now();
         let command = match (debate.status, debate.consensus) {
             (DebateStatus::Completed, Some(consensus)) => {
-                let verdict = outcome::verdict(&consensus, &doc.anchors, self.max_comments);
+                let verdict = outcome::verdict(consensus, anchors, self.max_comments);
                 ReviewCommand::Complete {
                     action: verdict.action,
                     body: verdict.body,
@@ -306,19 +337,16 @@ impl Reviews {
                     .unwrap_or_else(|| "the review debate failed".to_owned()),
                 at,
             },
-            _ => return Ok(doc),
+            _ => return Ok(false),
         };
         match self
             .log
-            .execute::<Review>(&doc.review_id, command, CommandMeta::by("review"))
+            .execute::<Review>(review_id, command, CommandMeta::by("review"))
             .await
         {
-            // Another reader settled it first: read theirs.
-            Ok(_) | Err(CommandError::Rejected(ReviewError::Finished)) => {}
-            Err(e) => return Err(e.into()),
+            Ok(_) | Err(CommandError::Rejected(ReviewError::Finished)) => Ok(true),
+            Err(e) => Err(e.into()),
         }
-        self.shown(&doc.review_id, |d| d.status != ReviewStatus::InProgress)
-            .await
     }
 
     /// The review's document once `done` holds (or as it is when the read

@@ -64,6 +64,16 @@ pub struct SubmittedReview {
     pub html_url: Option<String>,
 }
 
+/// A review as the host lists it (the fields the service reads).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ListedReview {
+    pub id: u64,
+    pub body: Option<String>,
+}
+
+/// The most reviews the host lists per page (GitHub's own limit).
+const PER_PAGE: usize = 100;
+
 #[derive(Debug, Serialize)]
 struct ReviewBody<'a> {
     event: &'a str,
@@ -78,6 +88,7 @@ pub struct GitHub {
     base: String,
     token: Secret,
     max_diff_bytes: usize,
+    max_listed_reviews: usize,
 }
 
 impl GitHub {
@@ -91,6 +102,7 @@ impl GitHub {
             base: settings.api_url.clone(),
             token,
             max_diff_bytes: settings.max_input_bytes,
+            max_listed_reviews: settings.max_listed_reviews,
         })
     }
 
@@ -190,5 +202,33 @@ impl GitHub {
             .json()
             .await
             .map_err(GitHubError::Transport)
+    }
+
+    /// `GET /repos/{owner}/{repo}/pulls/{number}/reviews`, oldest first,
+    /// page by page, at most `SERVICE_SCM_MAX_LISTED_REVIEWS`.
+    pub async fn reviews(
+        &self,
+        repo: &Repository,
+        number: u64,
+    ) -> Result<Vec<ListedReview>, GitHubError> {
+        let mut listed = Vec::new();
+        for page in 1.. {
+            let path =
+                format!("/repos/{repo}/pulls/{number}/reviews?per_page={PER_PAGE}&page={page}");
+            let request = self.request(reqwest::Method::GET, &path, "application/vnd.github+json");
+            let reviews: Vec<ListedReview> = self
+                .send(request)
+                .await?
+                .json()
+                .await
+                .map_err(GitHubError::Transport)?;
+            let full = reviews.len() == PER_PAGE;
+            listed.extend(reviews);
+            if !full || listed.len() >= self.max_listed_reviews {
+                break;
+            }
+        }
+        listed.truncate(self.max_listed_reviews);
+        Ok(listed)
     }
 }

@@ -5,6 +5,7 @@
 //! `demo` instead of pretending.
 
 pub mod github;
+mod post;
 mod receiver;
 pub mod signature;
 
@@ -15,11 +16,13 @@ use agon_projections::reviews::ReviewDoc;
 use thiserror::Error;
 
 pub use github::{GitHub, GitHubError, PullRequest};
+pub use post::marker;
 pub use receiver::{Delivery, ReceiveError, Received};
 
 use crate::auth::Caller;
 use crate::config::ScmSettings;
 use crate::debates::Debates;
+use crate::review::settler::OnCompleted;
 use crate::review::{Material, ReviewRequest, Reviews, ReviewsError};
 use crate::store::EventLog;
 
@@ -116,6 +119,17 @@ impl Scm {
             demo: !configured && self.settings.demo,
             token: self.host.is_some(),
         }
+    }
+
+    /// What posts the reviews webhooks started, when the host can be
+    /// reached and `SERVICE_SCM_AUTO_POST` is on.
+    pub fn poster(&self) -> Option<std::sync::Arc<dyn OnCompleted>> {
+        let host = self.host.as_ref().filter(|_| self.settings.auto_post)?;
+        Some(std::sync::Arc::new(post::Poster {
+            log: self.log.clone(),
+            host: host.clone(),
+            reviews: self.reviews.clone(),
+        }))
     }
 
     /// The pull request as the host has it.

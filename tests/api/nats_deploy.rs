@@ -19,9 +19,9 @@ use crate::support::{
 };
 
 /// Every consumer a service runs: the read models (one group), the
-/// WebSocket push, the webhook delivery consumer, the debate runner and the
-/// public stream's publisher.
-const CONSUMERS: usize = 5;
+/// WebSocket push, the webhook delivery consumer, the debate runner, the
+/// public stream's publisher and the review settler.
+const CONSUMERS: usize = 6;
 
 /// Polls `path` until `done` holds for its body (30 s at most).
 async fn until(base: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {

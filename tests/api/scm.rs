@@ -5,16 +5,17 @@
 //! pull request review that runs a debate with the demo agents to the end,
 //! and honest `demo` answers without `SCM_TOKEN`.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, KeyInit, Mac};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sha2::Sha256;
+
+mod host;
+mod posting;
+
+use host::fake_github;
 
 use crate::serve::{build_app_on, serve_app, spawn_with};
 use crate::support::accounts::{call, signed_in};
@@ -24,9 +25,9 @@ on_both_backends! {
     deliveries_are_verified_deduplicated_and_reviewed => deliveries_are_verified_deduplicated_and_reviewed;
 }
 
-const TOKEN: &str = "ghp_test_token";
-const SECRET: &str = "It's a Secret to Everybody";
-const REPO: &str = "octo/widgets";
+pub const TOKEN: &str = "ghp_test_token";
+pub const SECRET: &str = "It's a Secret to Everybody";
+pub const REPO: &str = "octo/widgets";
 
 pub const DIFF: &str = "diff --git a/src/pool.rs b/src/pool.rs
 index 3b18e51..a9c2f0d 100644
@@ -48,110 +49,14 @@ diff --git a/README.md b/README.md
 +Connection pooling.
 ";
 
-/// What the fake host received on its review endpoint.
-#[derive(Clone, Default)]
-struct Host(Arc<Mutex<Vec<(String, Value)>>>);
-
-fn authorized(headers: &HeaderMap) -> bool {
-    headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bearer {TOKEN}"))
-}
-
-async fn pull(
-    Path((owner, repo, number)): Path<(String, String, u64)>,
-    headers: HeaderMap,
-) -> Response {
-    if !authorized(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            axum::Json(json!({"message": "Bad credentials"})),
-        )
-            .into_response();
-    }
-    if number != 7 {
-        return (
-            StatusCode::NOT_FOUND,
-            axum::Json(json!({"message": "Not Found"})),
-        )
-            .into_response();
-    }
-    let accept = headers
-        .get("accept")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if accept == "application/vnd.github.v3.diff" {
-        return ([("content-type", "text/plain; charset=utf-8")], DIFF).into_response();
-    }
-    axum::Json(json!({
-        "url": format!("https://api.github.com/repos/{owner}/{repo}/pulls/7"),
-        "id": 1_296_269,
-        "number": 7,
-        "state": "open",
-        "locked": false,
-        "title": "Reuse idle connections",
-        "body": "Pools connections.",
-        "html_url": format!("https://github.com/{owner}/{repo}/pull/7"),
-        "user": {"login": "octocat", "id": 1},
-        "draft": false,
-        "head": {"label": "octocat:pool", "ref": "pool", "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e"},
-        "base": {"label": "octo:main", "ref": "main", "sha": "4a3f1b2c"},
-        "additions": 3,
-        "deletions": 0,
-        "changed_files": 2
-    }))
-    .into_response()
-}
-
-async fn submit(
-    State(host): State<Host>,
-    Path((owner, repo, number)): Path<(String, String, u64)>,
-    headers: HeaderMap,
-    axum::Json(body): axum::Json<Value>,
-) -> Response {
-    if !authorized(&headers) {
-        return StatusCode::UNAUTHORIZED.into_response();
-    }
-    host.0
-        .lock()
-        .unwrap()
-        .push((format!("{owner}/{repo}#{number}"), body.clone()));
-    axum::Json(json!({
-        "id": 80,
-        "user": {"login": "agon-bot"},
-        "body": body["body"],
-        "state": "CHANGES_REQUESTED",
-        "html_url": format!("https://github.com/{owner}/{repo}/pull/{number}#pullrequestreview-80"),
-        "commit_id": "6dcb09b5b57875f334f61aebed695e2e4193db5e"
-    }))
-    .into_response()
-}
-
-/// Starts the fake host; returns what it records and its API base URL.
-async fn fake_github() -> (Host, String) {
-    let host = Host::default();
-    let router = axum::Router::new()
-        .route(
-            "/api/v3/repos/{owner}/{repo}/pulls/{number}",
-            axum::routing::get(pull),
-        )
-        .route(
-            "/api/v3/repos/{owner}/{repo}/pulls/{number}/reviews",
-            axum::routing::post(submit),
-        )
-        .with_state(host.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/api/v3", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (host, url)
-}
-
-fn sign(body: &str, secret: &str) -> String {
+pub fn sign(body: &str, secret: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(body.as_bytes());
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 /// Posts a delivery; `signature` None sends none.
-async fn deliver(
+pub async fn deliver(
     base: &str,
     event: &str,
     id: &str,
@@ -186,7 +91,7 @@ pub async fn finished(base: &str, path: &str, token: &str) -> Value {
     panic!("{path} stayed in progress");
 }
 
-fn pull_request_event(action: &str) -> Value {
+pub fn pull_request_event(action: &str) -> Value {
     json!({
         "action": action,
         "number": 7,
@@ -343,18 +248,23 @@ async fn deliveries_are_verified_deduplicated_and_reviewed(kind: Kind) {
     )
     .await;
     assert_eq!(status, 201, "{submitted}");
+    assert_eq!(submitted["demo"], false, "{submitted}");
+    // The completed webhook review was posted there as well (see `posting`).
+    let manual: Vec<(Value, u64)> = host
+        .reviews
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, body, _)| body["body"] == "Close idle connections on drop.")
+        .map(|(pull, body, id)| {
+            assert_eq!(pull, "octo/widgets#7");
+            (body.clone(), *id)
+        })
+        .collect();
+    assert_eq!(manual.len(), 1, "{manual:?}");
+    assert_eq!(submitted["host_review_id"].as_u64(), Some(manual[0].1));
     assert_eq!(
-        (
-            submitted["host_review_id"].as_u64(),
-            submitted["demo"].as_bool()
-        ),
-        (Some(80), Some(false))
-    );
-    let sent = host.0.lock().unwrap().clone();
-    assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].0, "octo/widgets#7");
-    assert_eq!(
-        sent[0].1,
+        manual[0].0,
         json!({"event": "REQUEST_CHANGES", "body": "Close idle connections on drop.",
             "comments": [{"path": "src/pool.rs", "position": 3, "body": "Unwrap panics on an empty pool."}]})
     );

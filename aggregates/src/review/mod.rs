@@ -103,6 +103,8 @@ pub struct Review {
     pub review_id: String,
     pub owner: Option<String>,
     pub status: ReviewStatus,
+    /// The host's id of the review once the service posted it there.
+    pub posted: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +150,11 @@ pub enum ReviewCommand {
         demo: bool,
         at: DateTime<Utc>,
     },
+    /// A completed review was posted to the source host as its review.
+    Post {
+        host_review_id: u64,
+        at: DateTime<Utc>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,6 +193,10 @@ pub enum ReviewEvent {
         demo: bool,
         at: DateTime<Utc>,
     },
+    ReviewPosted {
+        host_review_id: u64,
+        at: DateTime<Utc>,
+    },
 }
 
 impl DomainEvent for ReviewEvent {
@@ -195,6 +206,7 @@ impl DomainEvent for ReviewEvent {
             ReviewEvent::ReviewCompleted { .. } => "ReviewCompleted",
             ReviewEvent::ReviewFailed { .. } => "ReviewFailed",
             ReviewEvent::ReviewSubmitted { .. } => "ReviewSubmitted",
+            ReviewEvent::ReviewPosted { .. } => "ReviewPosted",
         }
         .to_owned()
     }
@@ -212,12 +224,15 @@ pub enum ReviewError {
     NotFound,
     #[error("review has already finished")]
     Finished,
+    #[error("only a completed review is posted, and only once")]
+    NotPostable,
 }
 
 crate::rejections!(ReviewError {
     Self::Exists => Conflict, "REVIEW_EXISTS",
     Self::NotFound => NotFound, "REVIEW_NOT_FOUND",
     Self::Finished => Conflict, "REVIEW_FINISHED",
+    Self::NotPostable => Conflict, "REVIEW_NOT_POSTABLE",
 });
 
 impl Decide for Review {
@@ -307,6 +322,12 @@ impl Decide for Review {
                     at,
                 }])
             }
+            C::Post { host_review_id, at } => {
+                if self.status != ReviewStatus::Completed || self.posted.is_some() {
+                    return Err(ReviewError::NotPostable);
+                }
+                Ok(vec![E::ReviewPosted { host_review_id, at }])
+            }
         }
     }
 }
@@ -344,6 +365,9 @@ impl Aggregate for Review {
                 self.review_id = review_id;
                 self.owner = owner;
                 self.status = ReviewStatus::Submitted;
+            }
+            ReviewEvent::ReviewPosted { host_review_id, .. } => {
+                self.posted = Some(host_review_id);
             }
         }
     }
@@ -417,6 +441,46 @@ mod tests {
             .when_async(complete())
             .await
             .then_expect_error(ReviewError::NotFound);
+    }
+
+    #[tokio::test]
+    async fn a_completed_review_is_posted_once_and_a_running_one_not_at_all() {
+        let post = || ReviewCommand::Post {
+            host_review_id: 80,
+            at: at(),
+        };
+        let completed = ReviewEvent::ReviewCompleted {
+            action: ReviewAction::Comment,
+            body: "fine".to_owned(),
+            comments: Vec::new(),
+            confidence: 0.9,
+            at: at(),
+        };
+        TestFramework::<Review>::with(())
+            .given(vec![requested(), completed.clone()])
+            .when_async(post())
+            .await
+            .then_expect_events(vec![ReviewEvent::ReviewPosted {
+                host_review_id: 80,
+                at: at(),
+            }]);
+        TestFramework::<Review>::with(())
+            .given(vec![
+                requested(),
+                completed,
+                ReviewEvent::ReviewPosted {
+                    host_review_id: 80,
+                    at: at(),
+                },
+            ])
+            .when_async(post())
+            .await
+            .then_expect_error(ReviewError::NotPostable);
+        TestFramework::<Review>::with(())
+            .given(vec![requested()])
+            .when_async(post())
+            .await
+            .then_expect_error(ReviewError::NotPostable);
     }
 
     #[test]

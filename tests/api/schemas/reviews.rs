@@ -15,6 +15,7 @@ fn variant(event: &ReviewEvent) -> &'static str {
         ReviewEvent::ReviewCompleted { .. } => "ReviewCompleted",
         ReviewEvent::ReviewFailed { .. } => "ReviewFailed",
         ReviewEvent::ReviewSubmitted { .. } => "ReviewSubmitted",
+        ReviewEvent::ReviewPosted { .. } => "ReviewPosted",
     }
 }
 
@@ -90,6 +91,10 @@ fn every_review_event_matches_its_schema() {
             at: at(3),
         });
     }
+    events.push(ReviewEvent::ReviewPosted {
+        host_review_id: 80,
+        at: at(4),
+    });
     let mut samples: Vec<Sample> = events
         .iter()
         .map(|e| Sample::new("review", variant(e), e))
