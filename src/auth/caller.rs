@@ -2,12 +2,12 @@
 
 use agon_aggregates::account::Role;
 use agon_aggregates::ids::{OrgId, SessionId, UserId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::rbac::{self, ORG_ROLE_PREFIX, Permission};
 
 /// How the caller proved who it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Credential {
     /// An access token of session `session_id`.
@@ -21,7 +21,7 @@ pub enum Credential {
 }
 
 /// An authenticated caller.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Caller {
     pub user_id: UserId,
     pub email: Option<String>,

@@ -168,7 +168,11 @@ async fn authenticate(
 ) -> Result<Caller, ApiError> {
     if let Some(ticket) = &query.ticket {
         let refused = || ApiError::Unauthorized("Invalid or expired ticket".to_owned());
-        let caller = push.redeem(ticket).ok_or_else(refused)?;
+        let caller = push
+            .redeem(ticket)
+            .await
+            .map_err(ticket_error)?
+            .ok_or_else(refused)?;
         // The session or key may have ended since the ticket was issued.
         return match auth.still_valid(&caller).await {
             Ok(true) => Ok(caller),
@@ -226,13 +230,21 @@ pub struct WsTicket {
     pub expires_in: u64,
 }
 
+/// The answer to a ticket that cannot be issued or read: 401 for an ended
+/// credential, the store's form when the database is away.
+fn ticket_error(error: PushError) -> ApiError {
+    match error {
+        PushError::Ended => ApiError::Unauthorized("The session has ended".to_owned()),
+        PushError::Store(error) => ApiError::from(error),
+        other => ApiError::Internal(Box::new(other)),
+    }
+}
+
 /// A single-use ticket to open `/ws` without a credential in the URL.
 #[utoipa::path(post, path = "/api/ws/ticket", tag = "events",
     responses((status = 200, body = WsTicket), (status = 401, description = "No valid credential")))]
 async fn ws_ticket(State(push): State<Push>, caller: Caller) -> Result<Json<WsTicket>, ApiError> {
-    let (ticket, ttl) = push
-        .issue_ticket(caller)
-        .map_err(|_| ApiError::Unauthorized("The session has ended".to_owned()))?;
+    let (ticket, ttl) = push.issue_ticket(caller).await.map_err(ticket_error)?;
     Ok(Json(WsTicket {
         ticket,
         expires_in: ttl.as_secs(),

@@ -1,8 +1,9 @@
-//! The credentials open sockets and unredeemed tickets stand on, so that
+//! The credentials open sockets stand on, so that
 //! the push follows REST's access rules over time: when the log says a
 //! session ended (logout, revoke-all, password change, disable, …), an API
 //! key was revoked or a user was disabled, every socket standing on it is
-//! closed (4401) and its tickets stop being redeemable.
+//! closed (4401). (A ticket is checked against the credential when it is
+//! redeemed, like any credential.)
 //!
 //! The hub sees every account event (it is a bus consumer) and calls
 //! [`Ends::end`]. Registering a socket and ending a credential happen under
@@ -13,7 +14,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use agon_aggregates::account::AccountEvent;
 use agon_projections::EventRecord;
@@ -55,10 +55,9 @@ struct State {
     /// Open sockets by the names they end under.
     holders: HashMap<String, HashMap<u64, CancellationToken>>,
     ended: HashSet<String>,
-    tickets: HashMap<String, (Caller, Instant)>,
 }
 
-/// The registry of credentials in use by sockets and tickets.
+/// The registry of credentials in use by sockets.
 #[derive(Debug, Default)]
 pub struct Ends {
     state: Mutex<State>,
@@ -146,27 +145,11 @@ impl Ends {
         {
             ended.cancel();
         }
-        state
-            .tickets
-            .retain(|_, (caller, _)| !names(caller).iter().any(|n| n == name));
     }
 
-    /// Keeps a ticket for `caller` until `ttl` passes; `false` when its
-    /// credential already ended.
-    pub fn issue(&self, ticket: String, caller: Caller, ttl: Duration) -> bool {
-        let now = Instant::now();
-        let mut state = self.state();
-        if names(&caller).iter().any(|name| state.ended.contains(name)) {
-            return false;
-        }
-        state.tickets.retain(|_, (_, expires)| *expires > now);
-        state.tickets.insert(ticket, (caller, now + ttl));
-        true
-    }
-
-    /// The caller a ticket stands for, once, before it expires.
-    pub fn redeem(&self, ticket: &str) -> Option<Caller> {
-        let (caller, expires) = self.state().tickets.remove(ticket)?;
-        (expires > Instant::now()).then_some(caller)
+    /// Whether `caller`'s credential is known here to have ended.
+    pub fn has_ended(&self, caller: &Caller) -> bool {
+        let state = self.state();
+        names(caller).iter().any(|name| state.ended.contains(name))
     }
 }

@@ -53,6 +53,15 @@ pub enum PushError {
     /// The socket or the service is gone.
     #[error("connection closed")]
     Gone,
+    /// A ticket's holder could not be written or read back.
+    #[error("ticket: {0}")]
+    Ticket(String),
+}
+
+/// Tickets are kept by their SHA-256: a copy of the table redeems nothing.
+fn ticket_hash(ticket: &str) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(ticket.as_bytes()))
 }
 
 impl From<ConsumerError> for PushError {
@@ -101,7 +110,7 @@ struct Inner {
     /// The agents' streamed text, from every replica.
     deltas: Ephemeral,
     users: Mutex<HashMap<String, u32>>,
-    /// Credentials of open sockets and tickets, closed when they end.
+    /// Credentials of open sockets, closed when they end.
     ends: Arc<Ends>,
     counters: Counters,
     closing: CancellationToken,
@@ -213,21 +222,36 @@ impl Push {
     }
 
     /// A single-use ticket standing for `caller` for the ticket lifetime:
-    /// a browser opens its socket with `?ticket=` instead of a credential.
-    /// `Ended` when the caller's credential has already ended.
-    pub fn issue_ticket(&self, caller: Caller) -> Result<(String, Duration), PushError> {
-        let ttl = self.0.settings.ticket_ttl;
-        let ticket = crate::crypto::secrets::random_token(32);
-        if !self.0.ends.issue(ticket.clone(), caller, ttl) {
+    /// a browser opens its socket with `?ticket=` instead of a credential,
+    /// on any replica. `Ended` when the caller's credential has already
+    /// ended.
+    pub async fn issue_ticket(&self, caller: Caller) -> Result<(String, Duration), PushError> {
+        if self.0.ends.has_ended(&caller) {
             return Err(PushError::Ended);
         }
+        let ttl = self.0.settings.ticket_ttl;
+        let ticket = crate::crypto::secrets::random_token(32);
+        let now = self.0.clock.now().timestamp_millis();
+        let expires_at = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+        let holder =
+            serde_json::to_string(&caller).map_err(|e| PushError::Ticket(e.to_string()))?;
+        self.0
+            .log
+            .keep_ticket(&ticket_hash(&ticket), &holder, expires_at, now)
+            .await?;
         Ok((ticket, ttl))
     }
 
-    /// The caller a ticket stands for, once, before it expires and while
-    /// its credential lasts.
-    pub fn redeem(&self, ticket: &str) -> Option<Caller> {
-        self.0.ends.redeem(ticket)
+    /// The caller a ticket stands for, once, before it expires (whether its
+    /// credential still lasts is the caller's to check).
+    pub async fn redeem(&self, ticket: &str) -> Result<Option<Caller>, PushError> {
+        let now = self.0.clock.now().timestamp_millis();
+        let Some(holder) = self.0.log.take_ticket(&ticket_hash(ticket), now).await? else {
+            return Ok(None);
+        };
+        serde_json::from_str(&holder)
+            .map(Some)
+            .map_err(|e| PushError::Ticket(e.to_string()))
     }
 
     pub fn stats(&self) -> Stats {

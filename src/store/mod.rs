@@ -13,6 +13,7 @@ pub mod db;
 pub mod dead_letters;
 pub mod expect;
 pub mod feed;
+mod tickets;
 pub(crate) use feed::{CHECKPOINT_UPSERT, now};
 mod group;
 mod log;

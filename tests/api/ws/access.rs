@@ -119,3 +119,33 @@ async fn ended_sessions_and_keys_close_sockets(kind: Kind) {
     assert_eq!(refused(url).await, 401, "a ticket of a disabled user");
     live.app.stop.cancel();
 }
+
+/// Behind a load balancer without affinity, a browser's ticket may reach
+/// another replica than the one that issued it: any replica redeems it,
+/// and only once across all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_ticket_from_one_replica_opens_a_socket_on_another_once() {
+    let nats = crate::support::LoopbackServer::nats().await;
+    let database = crate::support::fresh_postgres_database().await;
+    let url = nats.url();
+    let mut vars = crate::auth::ROOMY.to_vec();
+    vars.push(("SERVICE_NATS_URL", &url));
+    let (a, dir_a) = crate::serve::build_app_on(Some(database.clone()), &vars).await;
+    let (b, dir_b) = crate::serve::build_app_on(Some(database), &vars).await;
+    let (a, b) = (
+        crate::serve::serve_app(a, dir_a).await,
+        crate::serve::serve_app(b, dir_b).await,
+    );
+    let (_, token, _) = signed_in(&a.base, "tess@example.com").await;
+    let ticket = post(&a.base, "/api/ws/ticket", &token, None).await["ticket"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let on = |base: &str| format!("{}/ws?ticket={ticket}", base.replace("http://", "ws://"));
+    let mut socket = connect(&on(&b.base)).await;
+    answers(&mut socket).await;
+    assert_eq!(refused(on(&a.base)).await, 401, "redeemed once, on B");
+    assert_eq!(refused(on(&b.base)).await, 401);
+    a.stop.cancel();
+    b.stop.cancel();
+}
