@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
 use utoipa_axum::routes;
 
 use crate::auth::Auth;
@@ -24,11 +25,21 @@ pub struct DeleteAccountBody {
     /// The caller's current password.
     pub password: String,
     /// Must be `true`: the erasure cannot be undone.
+    #[schema(schema_with = must_be_true)]
     pub confirm: bool,
     /// Why, for the caller's own record: not stored (it may itself be
     /// personal data).
     #[serde(default)]
     pub reason: Option<String>,
+}
+
+/// `true`, the only value `confirm` takes.
+fn must_be_true() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::new(Type::Boolean))
+        .enum_values(Some([true]))
+        .description(Some("Must be `true`: the erasure cannot be undone."))
+        .build()
 }
 
 /// The account is erased.
