@@ -21,8 +21,8 @@ use crate::crypto::subject_keys::{DataKey, Revealed, reveal, sealed_subject};
 /// What an erasure did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Erasure {
-    /// Sessions and API keys it ended.
-    pub revoked: usize,
+    /// Sessions it ended (API keys end too).
+    pub sessions_revoked: usize,
 }
 
 impl Auth {
@@ -164,16 +164,8 @@ impl Auth {
         self.docs()
             .wait_for::<Accounts>(user_id, super::READ_MODEL_WAIT, |view| view.erased)
             .await?;
-        let revoked = events
-            .iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    AccountEvent::SessionRevoked { .. } | AccountEvent::ApiKeyRevoked { .. }
-                )
-            })
-            .count();
-        Ok(Erasure { revoked })
+        let sessions_revoked = super::admin::count_revoked(events);
+        Ok(Erasure { sessions_revoked })
     }
 }
 

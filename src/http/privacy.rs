@@ -47,8 +47,8 @@ fn must_be_true() -> Object {
 pub struct AccountErased {
     pub success: bool,
     pub user_id: String,
-    /// Sessions and API keys that ended with it.
-    pub revoked: usize,
+    /// Sessions that ended with it (API keys end too).
+    pub sessions_revoked: usize,
 }
 
 /// Erases the caller's account: their email and name can never be read
@@ -79,6 +79,6 @@ async fn delete_account(
     Ok(Json(AccountErased {
         success: true,
         user_id: caller.user_id.to_string(),
-        revoked: erased.revoked,
+        sessions_revoked: erased.sessions_revoked,
     }))
 }

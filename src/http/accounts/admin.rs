@@ -274,6 +274,6 @@ async fn erase_user(
     Ok(Json(AccountAction {
         success: true,
         user_id: id,
-        sessions_revoked: erased.revoked,
+        sessions_revoked: erased.sessions_revoked,
     }))
 }
