@@ -17,17 +17,33 @@ pub struct EmailClaim {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EmailClaimCommand {
-    Claim { user_id: String },
+    Claim {
+        user_id: String,
+    },
+    /// The owner's account was erased: the address may be registered again.
+    Release {
+        user_id: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum EmailClaimEvent {
-    EmailClaimed { user_id: String },
+    EmailClaimed {
+        user_id: String,
+    },
+    /// The claim of `user_id` ended with the erasure of that account.
+    EmailReleased {
+        user_id: String,
+    },
 }
 
 impl DomainEvent for EmailClaimEvent {
     fn event_type(&self) -> String {
-        "EmailClaimed".to_owned()
+        match self {
+            EmailClaimEvent::EmailClaimed { .. } => "EmailClaimed",
+            EmailClaimEvent::EmailReleased { .. } => "EmailReleased",
+        }
+        .to_owned()
     }
 
     /// The version the upcasters bring stored events of this type to.
@@ -44,11 +60,20 @@ pub enum EmailClaimError {
 
 impl Decide for EmailClaim {
     fn decide(&self, command: EmailClaimCommand) -> Result<Vec<EmailClaimEvent>, EmailClaimError> {
-        let EmailClaimCommand::Claim { user_id } = command;
-        match &self.user_id {
-            Some(owner) if *owner == user_id => Ok(Vec::new()),
-            Some(_) => Err(EmailClaimError::Taken),
-            None => Ok(vec![EmailClaimEvent::EmailClaimed { user_id }]),
+        match command {
+            EmailClaimCommand::Claim { user_id } => match &self.user_id {
+                Some(owner) if *owner == user_id => Ok(Vec::new()),
+                Some(_) => Err(EmailClaimError::Taken),
+                None => Ok(vec![EmailClaimEvent::EmailClaimed { user_id }]),
+            },
+            // Only the owner's erasure releases; anything else is a no-op.
+            EmailClaimCommand::Release { user_id } => {
+                if self.user_id.as_deref() == Some(user_id.as_str()) {
+                    Ok(vec![EmailClaimEvent::EmailReleased { user_id }])
+                } else {
+                    Ok(Vec::new())
+                }
+            }
         }
     }
 }
@@ -70,8 +95,10 @@ impl Aggregate for EmailClaim {
     }
 
     fn apply(&mut self, event: EmailClaimEvent) {
-        let EmailClaimEvent::EmailClaimed { user_id } = event;
-        self.user_id = Some(user_id);
+        self.user_id = match event {
+            EmailClaimEvent::EmailClaimed { user_id } => Some(user_id),
+            EmailClaimEvent::EmailReleased { .. } => None,
+        };
     }
 }
 
@@ -104,6 +131,39 @@ mod tests {
             })
             .await
             .then_expect_events(vec![]);
+    }
+
+    #[tokio::test]
+    async fn a_released_address_can_be_claimed_again() {
+        let claimed = EmailClaimEvent::EmailClaimed {
+            user_id: "u1".to_owned(),
+        };
+        let released = EmailClaimEvent::EmailReleased {
+            user_id: "u1".to_owned(),
+        };
+        TestFramework::<EmailClaim>::with(())
+            .given(vec![claimed.clone()])
+            .when_async(EmailClaimCommand::Release {
+                user_id: "u1".to_owned(),
+            })
+            .await
+            .then_expect_events(vec![released.clone()]);
+        TestFramework::<EmailClaim>::with(())
+            .given(vec![claimed.clone()])
+            .when_async(EmailClaimCommand::Release {
+                user_id: "u2".to_owned(),
+            })
+            .await
+            .then_expect_events(vec![]);
+        TestFramework::<EmailClaim>::with(())
+            .given(vec![claimed, released])
+            .when_async(EmailClaimCommand::Claim {
+                user_id: "u2".to_owned(),
+            })
+            .await
+            .then_expect_events(vec![EmailClaimEvent::EmailClaimed {
+                user_id: "u2".to_owned(),
+            }]);
     }
 }
 

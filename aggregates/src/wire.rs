@@ -30,7 +30,23 @@ pub struct Upcaster {
 /// in `PUBLISHED.sha256`), the enum changed to the new form, and here one
 /// entry raising version `N` to `N + 1` (new events are then written at
 /// `N + 1`: the enums' `event_version` asks [`current_version`]).
-pub const UPCASTERS: &[Upcaster] = &[];
+pub const UPCASTERS: &[Upcaster] = &[Upcaster {
+    aggregate_type: "account",
+    event_type: "Registered",
+    from: 1,
+    upcast: registered_v1_to_v2,
+}];
+
+/// `Registered` v1 held email and name in plaintext and no blind index; v2
+/// holds them sealed with the index. A v1 payload stays plaintext (nothing
+/// here may encrypt) and gets no index: readers take an unsealed value as it
+/// is, and the service finds such accounts by their plaintext email stream.
+fn registered_v1_to_v2(mut payload: Value) -> Value {
+    if let Some(fields) = payload.get_mut("Registered").and_then(Value::as_object_mut) {
+        fields.entry("email_index").or_insert(Value::Null);
+    }
+    payload
+}
 
 /// Why a stored event cannot be turned into its domain event.
 #[derive(Debug, Error)]
@@ -177,8 +193,27 @@ pub fn upgrade(stored: Stored<'_>, payload: Value) -> Result<Upgraded, DecodeErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::account::AccountEvent;
     use crate::debate::DebateEvent;
     use serde_json::json;
+
+    #[test]
+    fn a_plaintext_v1_registration_reads_as_v2_without_an_index() {
+        let v1 = json!({"Registered": {"user_id": "u1", "email": "ada@example.com",
+            "name": "Ada", "password_hash": "h", "role": "user", "email_verified": false,
+            "at": "2027-01-15T08:00:00Z"}});
+        let stored = Stored {
+            aggregate_type: "account",
+            event_type: "Registered",
+            event_version: "1",
+        };
+        assert_eq!(STANDARD.current("account", "Registered"), 2);
+        let event: AccountEvent = decode(stored, v1).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            matches!(event, AccountEvent::Registered { email, email_index: None, .. }
+            if email == "ada@example.com")
+        );
+    }
 
     /// A made-up v2 of `VoteCast` that stored the agent as `voter`; its
     /// upcaster renames the field back, as a real one would rename forward.

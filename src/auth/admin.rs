@@ -114,7 +114,8 @@ impl Auth {
     }
 }
 
-fn count_revoked(events: &[agon_aggregates::account::AccountEvent]) -> usize {
+/// Sessions that `events` ended.
+pub(super) fn count_revoked(events: &[agon_aggregates::account::AccountEvent]) -> usize {
     events
         .iter()
         .filter(|e| {

@@ -103,19 +103,22 @@ impl Auth {
             Some(held) => held,
             None => slot.insert(self.log().load_held::<Account>(user_id).await?),
         };
-        match self
+        let done = match self
             .log()
             .run(held, command, CommandMeta::by(user_id))
             .await
         {
-            Ok(events) => Ok((held.state().clone(), events)),
+            Ok(events) => (held.state().clone(), events),
             Err(e) => {
                 if matches!(e, CommandError::Rejected(_)) {
                     *slot = None;
                 }
-                Err(e.into())
+                return Err(e.into());
             }
-        }
+        };
+        drop(slot);
+        let (state, events) = done;
+        Ok((self.revealed(state).await?, events))
     }
 
     /// Reserves a check on `user_id` (`credential` `None` for a sign-in);

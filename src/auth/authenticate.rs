@@ -93,6 +93,7 @@ impl Auth {
             .await?
             .filter(|account| !account.disabled)
             .ok_or(AuthError::InvalidToken)?;
+        let account = self.revealed_view(account).await?;
         self.key_used(&key.key_id).await?;
         Ok(Caller {
             credential: Credential::ApiKey {

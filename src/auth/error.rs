@@ -9,6 +9,7 @@ use thiserror::Error;
 use crate::crypto::fields::FieldError;
 use crate::crypto::jwt::TokenError;
 use crate::crypto::password::PasswordError;
+use crate::crypto::subject_keys::SubjectKeyError;
 use crate::crypto::totp::TotpError;
 use crate::store::{CommandError, StoreError};
 
@@ -60,6 +61,8 @@ pub enum AuthError {
     Signing(#[source] jsonwebtoken::errors::Error),
     #[error("encrypted field: {0}")]
     Field(#[from] FieldError),
+    #[error("personal field: {0}")]
+    SubjectKey(#[from] SubjectKeyError),
     #[error("authenticator setup: {0}")]
     Totp(#[from] TotpError),
     #[error("stored account document: {0}")]
@@ -82,6 +85,7 @@ impl AuthError {
                 | AuthError::Password(_)
                 | AuthError::Signing(_)
                 | AuthError::Field(_)
+                | AuthError::SubjectKey(_)
                 | AuthError::Totp(_)
                 | AuthError::Document(_)
                 | AuthError::Task(_)

@@ -6,7 +6,7 @@ use agon_aggregates::account::{
     Account, AccountCommand, Device, DisplayName, Email, FailureReason, MAX_EMAIL_CHARS, Password,
     Role, SecondFactor, StepToken, ValueError,
 };
-use agon_aggregates::email_claim::{EmailClaimCommand, normalize_email};
+use agon_aggregates::email_claim::EmailClaimCommand;
 use agon_aggregates::{CommandMeta, email_claim::EmailClaim};
 use agon_projections::Sessions;
 use chrono::DateTime;
@@ -79,9 +79,10 @@ impl Auth {
         }
         let password_hash = self.hasher().hash(password.expose().to_owned()).await?;
         let user_id = uuid::Uuid::new_v4().to_string();
+        let email_index = self.email_index(email.as_str());
         self.log()
             .execute::<EmailClaim>(
-                email.as_str(),
+                &email_index,
                 EmailClaimCommand::Claim {
                     user_id: user_id.clone(),
                 },
@@ -98,14 +99,20 @@ impl Auth {
         } else {
             Role::User
         };
+        let now = self.clock().now();
+        let key = self
+            .subject_keys()
+            .create(&user_id, &now.to_rfc3339())
+            .await?;
         let register = AccountCommand::Register {
             user_id: user_id.clone(),
-            email,
-            name,
+            email: key.seal(&user_id, email.as_str()),
+            name: key.seal(&user_id, name.as_str()),
+            email_index,
             password_hash,
             role,
             email_verified,
-            at: self.clock().now(),
+            at: now,
         };
         let (account, _) = self.command(&user_id, register, &user_id).await?;
         Ok(account)
@@ -133,10 +140,7 @@ impl Auth {
     ) -> Result<LoginOutcome, AuthError> {
         let started = Instant::now();
         let user_id = if email.chars().count() <= MAX_EMAIL_CHARS {
-            self.log()
-                .load::<EmailClaim>(&normalize_email(email))
-                .await?
-                .user_id
+            self.claimants(email).await?.into_iter().next()
         } else {
             None
         };

@@ -15,6 +15,7 @@ pub mod authenticate;
 pub mod caller;
 pub mod device;
 pub mod directory;
+pub mod erase;
 pub mod error;
 pub mod login;
 pub mod mfa;
@@ -43,12 +44,15 @@ use crate::crypto::fields::FieldCipher;
 use crate::crypto::jwt::JwtKeys;
 use crate::crypto::password::PasswordHasher;
 use crate::crypto::signing::{KeyError, key_file};
+use crate::crypto::subject_keys::{BlindIndex, SubjectKeys};
 use crate::mail::{MailError, Mailer};
 use crate::projection::Documents;
 use crate::store::EventLog;
 
 /// The key file used for field encryption when `SERVICE_ENCRYPTION_KEY` is unset.
 const FIELD_KEY_FILE: &str = "field-encryption.key";
+/// The key file of the email blind index when `SERVICE_BLIND_INDEX_KEY` is unset.
+const BLIND_INDEX_KEY_FILE: &str = "blind-index.key";
 /// How long a command waits for its revocation to reach the read model.
 const READ_MODEL_WAIT: Duration = Duration::from_secs(5);
 
@@ -59,6 +63,8 @@ pub enum AuthSetupError {
     Key(#[from] KeyError),
     #[error("field encryption key file is not a valid key: {0}")]
     KeyFile(String),
+    #[error("blind index key file {0} is not 64 hexadecimal characters")]
+    BlindIndexFile(String),
     #[error("mail: {0}")]
     Mail(#[from] MailError),
     #[error("cannot draw a random JWT secret")]
@@ -78,6 +84,8 @@ struct Inner {
     keys: JwtKeys,
     hasher: PasswordHasher,
     cipher: FieldCipher,
+    subject_keys: SubjectKeys,
+    blind_index: BlindIndex,
     mailer: Mailer,
     log: EventLog,
     docs: Documents,
@@ -114,6 +122,14 @@ impl Auth {
                 FieldCipher::parse(&key).map_err(|e| AuthSetupError::KeyFile(e.to_string()))?
             }
         };
+        let blind_index = match &auth.blind_index {
+            Some(index) => index.clone(),
+            None => {
+                let path = settings.data_dir.join(BLIND_INDEX_KEY_FILE);
+                BlindIndex::parse(&key_file(&path)?)
+                    .ok_or_else(|| AuthSetupError::BlindIndexFile(path.display().to_string()))?
+            }
+        };
         let mailer = match &auth.smtp_url {
             Some(url) => Mailer::smtp(url.expose(), &auth.mail_from)?,
             None => Mailer::outbox(settings.data_dir.join("outbox")).with_from(&auth.mail_from)?,
@@ -125,6 +141,8 @@ impl Auth {
                 trusted_networks: settings.rate_limits.trusted_proxies.clone(),
                 keys: JwtKeys::new(&secret, auth.jwt_algorithm),
                 hasher: PasswordHasher::new(),
+                subject_keys: SubjectKeys::new(log.db().clone(), cipher.clone()),
+                blind_index,
                 cipher,
                 mailer,
                 docs: Documents::new(log.clone()),
@@ -148,38 +166,61 @@ impl Auth {
     }
 
     /// The account `user_id` as the log has it now (default state if none).
+    /// Its personal fields are opened ([`erase`]).
     pub async fn account(&self, user_id: &str) -> Result<Account, AuthError> {
-        Ok(self.inner.log.load::<Account>(user_id).await?)
+        let account = self.inner.log.load::<Account>(user_id).await?;
+        self.revealed(account).await
     }
 
-    /// The account registered under `email`, if any.
+    /// The account registered under `email`, if any (an erased one is none).
     pub async fn account_by_email(&self, email: &str) -> Result<Option<Account>, AuthError> {
-        let claim = self
-            .inner
-            .log
-            .load::<EmailClaim>(&normalize_email(email))
-            .await?;
-        let Some(user_id) = claim.user_id else {
-            return Ok(None);
-        };
-        let account = self.account(&user_id).await?;
-        Ok(account.exists().then_some(account))
+        for user_id in self.claimants(email).await? {
+            let account = self.account(&user_id).await?;
+            if account.exists() {
+                return Ok(Some(account));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Who claimed `email`: in its blind-index stream (registrations since
+    /// sealing), then in its plaintext stream (those from before).
+    async fn claimants(&self, email: &str) -> Result<Vec<String>, AuthError> {
+        let normalized = normalize_email(email);
+        let mut found = Vec::new();
+        for stream in [self.email_index(&normalized), normalized] {
+            if let Some(user_id) = self.log().load::<EmailClaim>(&stream).await?.user_id {
+                found.push(user_id);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The blind index of a normalized email; also its claim stream's id.
+    fn email_index(&self, normalized: &str) -> String {
+        self.inner.blind_index.of(normalized)
+    }
+
+    fn subject_keys(&self) -> &SubjectKeys {
+        &self.inner.subject_keys
     }
 
     /// The public view of `user_id`, waiting briefly for a fresh account.
     pub async fn view(&self, user_id: &str) -> Result<AccountView, AuthError> {
         let docs = &self.inner.docs;
         if let Some(view) = docs.get::<agon_projections::Accounts>(user_id).await? {
-            return Ok(view);
+            return self.revealed_view(view).await;
         }
         docs.wait_for::<agon_projections::Accounts>(user_id, READ_MODEL_WAIT, |_| true)
             .await?;
-        docs.get::<agon_projections::Accounts>(user_id)
+        let view = docs
+            .get::<agon_projections::Accounts>(user_id)
             .await?
             .ok_or_else(|| AuthError::NotFound {
                 resource_type: "user",
                 resource_id: user_id.to_owned(),
-            })
+            })?;
+        self.revealed_view(view).await
     }
 
     /// Runs `command` on account `user_id` on behalf of `actor`.
@@ -194,7 +235,7 @@ impl Auth {
             .log
             .execute::<Account>(user_id, command, CommandMeta::by(actor))
             .await?;
-        Ok((done.state, done.events))
+        Ok((self.revealed(done.state).await?, done.events))
     }
 
     /// Waits until every session and API key `events` revoked shows as

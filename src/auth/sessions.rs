@@ -24,10 +24,12 @@ impl Auth {
             refresh_expires_at: self.refresh_expiry(now),
             at: now,
         };
-        // A disabled account's sessions were revoked with it: its refresh
-        // tokens are simply invalid.
+        // A disabled or erased account's sessions were revoked with it: its
+        // refresh tokens are simply invalid.
         let (account, events) = match self.command(&claims.sub, refresh, &claims.sub).await {
-            Err(AuthError::Disabled) => return Err(AuthError::InvalidToken),
+            Err(AuthError::Disabled | AuthError::NotFound { .. }) => {
+                return Err(AuthError::InvalidToken);
+            }
             other => other?,
         };
         let Some(session) = account.sessions.get(&claims.jti) else {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::values::{ConfigError, Secret, Vars};
 use crate::crypto::fields::FieldCipher;
 use crate::crypto::jwt::JwtAlgorithm;
+use crate::crypto::subject_keys::BlindIndex;
 
 /// Longest access-token lifetime accepted; larger settings are capped.
 pub const MAX_ACCESS_HOURS: u32 = 168;
@@ -38,6 +39,9 @@ pub struct AuthSettings {
     /// `SERVICE_ENCRYPTION_KEY`: AES-256-GCM keys, 64 hex characters each,
     /// comma-separated; the first encrypts. Unset: a key file in the data dir.
     pub encryption: Option<FieldCipher>,
+    /// `SERVICE_BLIND_INDEX_KEY`: 64 hex characters, the HMAC key of the
+    /// email blind index. Unset: a key file in the data dir.
+    pub blind_index: Option<BlindIndex>,
     /// `SERVICE_SMTP_URL`: send mail through SMTP; unset writes it to `<data dir>/outbox`.
     pub smtp_url: Option<Secret>,
     /// `SERVICE_SMTP_TIMEOUT_SECONDS`: longest a mail may take to send
@@ -99,6 +103,15 @@ impl AuthSettings {
                     .map_err(|e| ConfigError::new("SERVICE_ENCRYPTION_KEY", e.to_string()))?,
             ),
         };
+        let blind_index = match vars.get("SERVICE_BLIND_INDEX_KEY") {
+            None => None,
+            Some(text) => Some(BlindIndex::parse(&text).ok_or_else(|| {
+                ConfigError::new(
+                    "SERVICE_BLIND_INDEX_KEY",
+                    "must be 64 hexadecimal characters (32 bytes)",
+                )
+            })?),
+        };
         Ok(Self {
             jwt_secret,
             jwt_algorithm,
@@ -117,6 +130,7 @@ impl AuthSettings {
                 .map(|e| agon_aggregates::email_claim::normalize_email(e))
                 .collect(),
             encryption,
+            blind_index,
             smtp_url: vars.get("SERVICE_SMTP_URL").map(Secret::new),
             smtp_timeout: Duration::from_secs(
                 vars.within_u32("SERVICE_SMTP_TIMEOUT_SECONDS", 1, 3_600, 10)?

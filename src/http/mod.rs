@@ -21,6 +21,7 @@ pub mod etag;
 pub mod extract;
 pub mod health;
 pub mod metrics;
+pub mod privacy;
 pub mod ratelimit;
 pub mod recent_errors;
 pub mod routes;
@@ -72,6 +73,7 @@ pub fn routes() -> Routes {
         .merge(webhooks::routes())
         .merge(scm::routes())
         .merge(code_review::routes())
+        .merge(privacy::routes())
 }
 
 /// The full API router.

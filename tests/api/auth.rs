@@ -16,6 +16,18 @@ use crate::support::{Kind, LoopbackServer, TEST_TOKEN};
 pub const SECRET: &str = "test-jwt-secret-that-is-long-enough-0123";
 const PASSWORD: &str = "correct horse battery";
 
+/// The keys every replica of one deployment must share.
+pub const SHARED_KEYS: [(&str, &str); 2] = [
+    (
+        "SERVICE_ENCRYPTION_KEY",
+        "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+    ),
+    (
+        "SERVICE_BLIND_INDEX_KEY",
+        "1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100",
+    ),
+];
+
 /// Limits high enough that no test trips them by accident.
 pub const ROOMY: [(&str, &str); 4] = [
     ("SERVICE_JWT_SECRET", SECRET),
@@ -776,6 +788,8 @@ async fn a_revoked_token_is_refused_by_another_replica_at_once() {
     let mut vars = ROOMY.to_vec();
     let url = nats.url();
     vars.push(("SERVICE_NATS_URL", &url));
+    // Replicas share the keys that seal and find personal fields.
+    vars.extend(SHARED_KEYS);
     let (a, dir_a) = build_app_on(Some(database.clone()), &vars).await;
     let (b, dir_b) = build_app_on(Some(database), &vars).await;
     let (a, b) = (serve_app(a, dir_a).await, serve_app(b, dir_b).await);

@@ -17,6 +17,7 @@ mod consumers;
 mod debates;
 mod deltas;
 mod docs;
+mod erasure;
 mod feed;
 mod hardening;
 mod lockout;

@@ -364,6 +364,20 @@ fn schema_locations(
     Ok(())
 }
 
+/// Whether `name` (`<Event>.v<N>.json` in `dir`) is older than the version
+/// today's code writes.
+fn superseded(dir: &str, name: &str) -> bool {
+    let Some((event_type, version)) = name
+        .strip_suffix(".json")
+        .and_then(|stem| stem.rsplit_once(".v"))
+    else {
+        return false;
+    };
+    version
+        .parse::<u32>()
+        .is_ok_and(|v| v < agon_aggregates::wire::STANDARD.current(dir, event_type))
+}
+
 /// Checks each sample against its schema file, then that every schema file in
 /// `dirs` is met by some sample, with each of its enum values and oneOf branches.
 fn check_event_schemas(samples: &[Sample], dirs: &[&str]) {
@@ -434,6 +448,11 @@ fn check_event_schemas(samples: &[Sample], dirs: &[&str]) {
                 continue;
             }
             let file = format!("{dir}/{name}");
+            if superseded(dir, &name) {
+                // An older published version: `schemas/golden.rs` checks
+                // its sample still decodes; today's code writes the newer.
+                continue;
+            }
             let Some(met) = seen.get(&file) else {
                 panic!(
                     "event-schemas/{file} matches no event variant: stale, or a sample is missing"

@@ -19,18 +19,20 @@ impl Decide for Account {
                 user_id,
                 email,
                 name,
+                email_index,
                 password_hash,
                 role,
                 email_verified,
                 at,
             } => {
-                if self.exists() {
+                if self.created_at.is_some() {
                     return Err(AccountError::AlreadyRegistered);
                 }
                 vec![E::Registered {
                     user_id,
-                    email: email.into_string(),
-                    name: name.into_string(),
+                    email,
+                    name,
+                    email_index: Some(email_index),
                     password_hash,
                     role,
                     email_verified,
@@ -318,6 +320,16 @@ impl Decide for Account {
                 let mut events = vec![E::UserDisabled { by, at }];
                 events.extend(self.revocations(None, RevokeReason::Disabled, at));
                 events.extend(self.key_revocations(KeyRevokeReason::Disabled, at));
+                events
+            }
+            C::Erase { by, at } => {
+                if self.erased {
+                    return Ok(Vec::new());
+                }
+                self.ensure_exists()?;
+                let mut events = self.revocations(None, RevokeReason::Deleted, at);
+                events.extend(self.key_revocations(KeyRevokeReason::Revoked, at));
+                events.push(E::Erased { by, at });
                 events
             }
             C::Enable { by, at } => {

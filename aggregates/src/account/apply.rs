@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 use super::events::{AccountEvent, SecondFactor};
 use super::keys::DEFAULT_KEY_NAME;
 use super::state::{
-    API_KEY_CREDENTIAL_PREFIX, Account, ApiKeyState, MfaState, PendingVerification, SessionState,
+    API_KEY_CREDENTIAL_PREFIX, Account, ApiKeyState, ERASED, MfaState, PendingVerification,
+    SessionState,
 };
 
 impl Account {
@@ -17,6 +18,7 @@ impl Account {
                 user_id,
                 email,
                 name,
+                email_index,
                 password_hash,
                 role,
                 email_verified,
@@ -25,6 +27,7 @@ impl Account {
                 self.user_id = user_id;
                 self.email = email;
                 self.name = name;
+                self.email_index = email_index;
                 self.password_hash = password_hash;
                 self.role = role;
                 self.email_verified = email_verified;
@@ -160,6 +163,14 @@ impl Account {
             } => {
                 self.org_id = Some(org_id);
                 self.org_role = Some(org_role);
+            }
+            E::Erased { .. } => {
+                self.erased = true;
+                self.email = ERASED.to_owned();
+                self.name = ERASED.to_owned();
+                self.password_hash.clear();
+                self.mfa = MfaState::default();
+                self.verification = None;
             }
         }
     }

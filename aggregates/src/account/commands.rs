@@ -5,14 +5,17 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::events::{Device, FailureReason, Role, SecondFactor};
-use super::values::{DisplayName, Email};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum AccountCommand {
+    /// `email` and `name` arrive sealed: the service checked them
+    /// ([`super::values::Email`], [`super::values::DisplayName`]) and sealed
+    /// them under the user's key; `email_index` is the address's blind index.
     Register {
         user_id: String,
-        email: Email,
-        name: DisplayName,
+        email: String,
+        name: String,
+        email_index: String,
         password_hash: String,
         role: Role,
         email_verified: bool,
@@ -146,6 +149,12 @@ pub enum AccountCommand {
         at: DateTime<Utc>,
     },
     Disable {
+        by: String,
+        at: DateTime<Utc>,
+    },
+    /// Erase the user's personal data (their key is destroyed by the
+    /// service right after); sessions and keys end with it.
+    Erase {
         by: String,
         at: DateTime<Utc>,
     },

@@ -93,10 +93,15 @@ pub struct Device {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AccountEvent {
+    /// Since v2 `email` and `name` are sealed under the user's own key
+    /// (the service's `agon:sealed:` form) and `email_index` is the blind
+    /// index of the address; v1 streams hold them in plaintext and no index.
     Registered {
         user_id: String,
         email: String,
         name: String,
+        #[serde(default)]
+        email_index: Option<String>,
         password_hash: String,
         role: Role,
         email_verified: bool,
@@ -230,6 +235,14 @@ pub enum AccountEvent {
         key_hash: String,
         at: DateTime<Utc>,
     },
+    /// The user's personal data was erased: their key is destroyed, so the
+    /// sealed fields of their events can no longer be read. Carries no
+    /// personal data itself.
+    Erased {
+        /// user_id of whoever asked: the user, or an admin.
+        by: String,
+        at: DateTime<Utc>,
+    },
 }
 
 impl AccountEvent {
@@ -261,6 +274,7 @@ impl AccountEvent {
             AccountEvent::MfaTokenSpent { .. } => "MfaTokenSpent",
             AccountEvent::UserEnabled { .. } => "UserEnabled",
             AccountEvent::NamedApiKeyCreated { .. } => "NamedApiKeyCreated",
+            AccountEvent::Erased { .. } => "Erased",
         }
     }
 }

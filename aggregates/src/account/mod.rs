@@ -25,8 +25,8 @@ pub use events::{
 };
 pub use keys::{DEFAULT_KEY_NAME, MAX_KEY_NAME_CHARS, key_name};
 pub use state::{
-    API_KEY_CREDENTIAL_PREFIX, ATTEMPT_TIMEOUT_SECONDS, Account, ApiKeyState, LOCKOUT_LADDER,
-    MfaState, PendingAttempt, PendingVerification, REAUTH_LIMIT, SessionState, lock_seconds,
-    next_lock_at,
+    API_KEY_CREDENTIAL_PREFIX, ATTEMPT_TIMEOUT_SECONDS, Account, ApiKeyState, ERASED,
+    LOCKOUT_LADDER, MfaState, PendingAttempt, PendingVerification, REAUTH_LIMIT, SessionState,
+    lock_seconds, next_lock_at,
 };
 pub use values::{DisplayName, Email, MAX_EMAIL_CHARS, Password, ValueError};

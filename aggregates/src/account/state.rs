@@ -41,6 +41,9 @@ pub const ATTEMPT_TIMEOUT_SECONDS: i64 = 30;
 /// How an API key names itself as the credential of a re-authentication.
 pub const API_KEY_CREDENTIAL_PREFIX: &str = "api_key:";
 
+/// What an erased personal field reads as.
+pub const ERASED: &str = "[erased]";
+
 /// A password or code check under way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingAttempt {
@@ -90,8 +93,12 @@ pub struct PendingVerification {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Account {
     pub user_id: String,
+    /// Sealed since v2 of `Registered` (plaintext in older streams);
+    /// [`ERASED`] once erased.
     pub email: String,
     pub name: String,
+    /// The blind index of the address (none in streams from before it).
+    pub email_index: Option<String>,
     pub password_hash: String,
     pub role: Role,
     pub email_verified: bool,
@@ -113,11 +120,14 @@ pub struct Account {
     pub reauth_failures: BTreeMap<String, u32>,
     /// MFA step tokens already used, with their expiry.
     pub spent_step_tokens: BTreeMap<String, DateTime<Utc>>,
+    /// Personal data erased: the account is gone for every purpose.
+    pub erased: bool,
 }
 
 impl Account {
+    /// Registered and not erased.
     pub fn exists(&self) -> bool {
-        self.created_at.is_some()
+        self.created_at.is_some() && !self.erased
     }
 
     /// Seconds the lock still holds at `now`, if it does.

@@ -3,6 +3,8 @@
 //! ([`organizations`]) are documents of their own.
 
 mod api_keys;
+#[cfg(test)]
+mod erasure_tests;
 mod organizations;
 
 pub use api_keys::{ApiKeyDoc, ApiKeys, LIVE, REVOKED};
@@ -10,7 +12,9 @@ pub use organizations::{OrganizationView, Organizations};
 
 use std::collections::BTreeSet;
 
-use agon_aggregates::account::{AccountEvent, DEFAULT_KEY_NAME, Device, RevokeReason, Role};
+use agon_aggregates::account::{
+    AccountEvent, DEFAULT_KEY_NAME, Device, ERASED, RevokeReason, Role,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -42,8 +46,16 @@ pub struct ApiKeyView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccountView {
     pub user_id: String,
+    /// As the event holds it: sealed under the user's key since v2 of
+    /// `Registered` (the service opens it on read), [`ERASED`] once erased.
     pub email: String,
     pub name: String,
+    /// The blind index of the address, for an admin's exact search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_index: Option<String>,
+    /// The account's personal data was erased.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub erased: bool,
     pub role: Role,
     pub email_verified: bool,
     pub org_id: Option<String>,
@@ -92,6 +104,7 @@ impl DocumentProjection for Accounts {
             user_id,
             email,
             name,
+            email_index,
             role,
             email_verified,
             at,
@@ -102,6 +115,8 @@ impl DocumentProjection for Accounts {
                 user_id,
                 email,
                 name,
+                email_index,
+                erased: false,
                 role,
                 email_verified,
                 org_id: None,
@@ -185,6 +200,13 @@ impl DocumentProjection for Accounts {
             } => {
                 view.org_id = Some(org_id);
                 view.org_role = Some(org_role);
+            }
+            E::Erased { .. } => {
+                view.erased = true;
+                view.email = ERASED.to_owned();
+                view.name = ERASED.to_owned();
+                view.email_index = None;
+                view.mfa_enabled = false;
             }
             E::Registered { .. }
             | E::VerificationIssued { .. }
@@ -336,6 +358,7 @@ mod tests {
             user_id: "u1".to_owned(),
             email: "a@example.com".to_owned(),
             name: "A".to_owned(),
+            email_index: None,
             password_hash: "h".to_owned(),
             role: Role::User,
             email_verified: false,

@@ -1,5 +1,5 @@
 //! Admin controls over accounts: the user directory, lock status, unlock,
-//! MFA reset, disable and enable, revoke everything.
+//! MFA reset, disable and enable, revoke everything, erase.
 
 use agon_projections::accounts::AccountView;
 use axum::Json;
@@ -39,6 +39,7 @@ pub fn routes() -> Routes {
         .add(routes!(disable_user), legacy_admin())
         .add(routes!(enable_user), legacy_admin())
         .add(routes!(revoke_user_tokens), legacy_admin())
+        .add(routes!(erase_user), legacy_admin())
 }
 
 /// Default page size of the user directory.
@@ -254,5 +255,25 @@ async fn revoke_user_tokens(
         success: true,
         user_id: id,
         sessions_revoked,
+    }))
+}
+
+/// Erases a user (crypto-shredding): their email and name can never be
+/// read again, every session and API key ends, and the address may be
+/// registered anew; the event log, its hashes and seals stay as they are.
+/// Erasing an erased user again only finishes an interrupted erasure.
+#[utoipa::path(post, path = "/admin/users/{id}/erase", tag = "admin",
+    params(("id" = String, Path)),
+    responses((status = 200, body = AccountAction), (status = 404, description = "No such user")))]
+async fn erase_user(
+    State(auth): State<Auth>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<AccountAction>, ApiError> {
+    let erased = auth.erase(&caller.user_id, &user(&id)?).await?;
+    Ok(Json(AccountAction {
+        success: true,
+        user_id: id,
+        sessions_revoked: erased.sessions_revoked,
     }))
 }

@@ -3,6 +3,7 @@
 
 use agon::crypto::fields::FieldCipher;
 use agon::crypto::secrets::{new_api_key, sha256_hex};
+use agon::crypto::subject_keys::DataKey;
 use agon_aggregates::account::{
     AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, RevokeReason, Role,
     SecondFactor,
@@ -58,6 +59,7 @@ fn account_variant(event: &AccountEvent) -> &'static str {
         E::MfaTokenSpent { .. } => "MfaTokenSpent",
         E::UserEnabled { .. } => "UserEnabled",
         E::NamedApiKeyCreated { .. } => "NamedApiKeyCreated",
+        E::Erased { .. } => "Erased",
     }
 }
 
@@ -73,6 +75,7 @@ fn organization_variant(event: &OrganizationEvent) -> &'static str {
 fn email_variant(event: &EmailClaimEvent) -> &'static str {
     match event {
         EmailClaimEvent::EmailClaimed { .. } => "EmailClaimed",
+        EmailClaimEvent::EmailReleased { .. } => "EmailReleased",
     }
 }
 // Every value of the enums inside events, so that each value a schema lists
@@ -187,11 +190,13 @@ fn every_org_role() -> [OrgRole; 4] {
 fn account_samples() -> Vec<AccountEvent> {
     use AccountEvent as E;
     let mut events = Vec::new();
+    let key = DataKey::generate();
     for role in every_role() {
         events.push(E::Registered {
             user_id: USER.to_owned(),
-            email: "ada@example.com".to_owned(),
-            name: "Ada Lovelace".to_owned(),
+            email: key.seal(USER, "ada@example.com"),
+            name: key.seal(USER, "Ada Lovelace"),
+            email_index: Some(sha256_hex("the blind index")),
             password_hash: PASSWORD_HASH.to_owned(),
             role,
             email_verified: role == Role::Admin,
@@ -337,6 +342,10 @@ fn account_samples() -> Vec<AccountEvent> {
         by: ADMIN.to_owned(),
         at: at(19),
     });
+    events.push(E::Erased {
+        by: USER.to_owned(),
+        at: at(19),
+    });
     events
 }
 
@@ -373,9 +382,14 @@ fn organization_samples() -> Vec<OrganizationEvent> {
 }
 
 fn email_samples() -> Vec<EmailClaimEvent> {
-    vec![EmailClaimEvent::EmailClaimed {
-        user_id: USER.to_owned(),
-    }]
+    vec![
+        EmailClaimEvent::EmailClaimed {
+            user_id: USER.to_owned(),
+        },
+        EmailClaimEvent::EmailReleased {
+            user_id: USER.to_owned(),
+        },
+    ]
 }
 fn event_samples() -> Vec<Sample> {
     let mut samples = Vec::new();

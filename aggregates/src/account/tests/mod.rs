@@ -1,6 +1,6 @@
 //! Given/when/then tests of the Account aggregate: shared givens here,
 //! sign-in and sessions in [`sign_in`], second factors and verification in
-//! [`factors`], API keys in [`keys`], reserved checks in [`attempts`].
+//! [`factors`], API keys in [`keys`], reserved checks in [`attempts`], erasure in [`erasure`].
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use cqrs_es::test::TestFramework;
@@ -9,6 +9,7 @@ use serde_json::json;
 use super::*;
 
 mod attempts;
+mod erasure;
 mod factors;
 mod keys;
 mod sign_in;
@@ -27,6 +28,7 @@ pub(super) fn registered() -> AccountEvent {
         user_id: "u1".to_owned(),
         email: "ada@example.com".to_owned(),
         name: "Ada".to_owned(),
+        email_index: None,
         password_hash: "$argon2id$old".to_owned(),
         role: Role::User,
         email_verified: false,

@@ -8,8 +8,9 @@ async fn registering_twice_is_refused() {
         .given(vec![registered()])
         .when_async(AccountCommand::Register {
             user_id: "u1".to_owned(),
-            email: Email::parse("ada@example.com").unwrap(),
-            name: DisplayName::parse("Ada").unwrap(),
+            email: "agon:sealed:u1:bm9uY2U:Y2lwaGVy".to_owned(),
+            name: "agon:sealed:u1:bm9uY2U:bmFtZQ".to_owned(),
+            email_index: "ix".to_owned(),
             password_hash: "h".to_owned(),
             role: Role::User,
             email_verified: false,
