@@ -221,6 +221,23 @@ impl Settings {
                 "is required when SERVICE_ENV=production (at least 32 characters)",
             ));
         }
+        // Replicas on one database must read each other's sealed fields and
+        // find each other's email index: a key file per data directory
+        // would differ between them.
+        if self.environment == Environment::Production && self.database_url.is_some() {
+            if self.auth.encryption.is_none() {
+                return Err(ConfigError::new(
+                    "SERVICE_ENCRYPTION_KEY",
+                    "is required when SERVICE_ENV=production with DATABASE_URL (every replica needs the same key)",
+                ));
+            }
+            if self.auth.blind_index.is_none() {
+                return Err(ConfigError::new(
+                    "SERVICE_BLIND_INDEX_KEY",
+                    "is required when SERVICE_ENV=production with DATABASE_URL (every replica needs the same key)",
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -277,6 +294,29 @@ mod tests {
     fn bad_numbers_name_their_variable() {
         let err = settings(&[("SERVICE_SEAL_INTERVAL_SECONDS", "0")]).unwrap_err();
         assert_eq!(err.variable, "SERVICE_SEAL_INTERVAL_SECONDS");
+    }
+
+    #[test]
+    fn production_on_a_shared_database_requires_the_field_keys() {
+        let long = "j".repeat(32);
+        let key = "ab".repeat(32);
+        let base = [
+            ("SERVICE_ENV", "production"),
+            ("SERVICE_JWT_SECRET", long.as_str()),
+            ("DATABASE_URL", "postgres://db/agon"),
+        ];
+        let err = settings(&base).unwrap_err();
+        assert_eq!(err.variable, "SERVICE_ENCRYPTION_KEY");
+        let mut with_one = base.to_vec();
+        with_one.push(("SERVICE_ENCRYPTION_KEY", key.as_str()));
+        assert_eq!(
+            settings(&with_one).unwrap_err().variable,
+            "SERVICE_BLIND_INDEX_KEY"
+        );
+        with_one.push(("SERVICE_BLIND_INDEX_KEY", key.as_str()));
+        assert!(settings(&with_one).is_ok());
+        // The embedded store has one process: its key files are enough.
+        assert!(settings(&base[..2]).is_ok());
     }
 
     #[test]
