@@ -298,7 +298,7 @@ impl From<App> for ApiState {
         Self {
             settings: app.settings,
             auth: app.auth,
-            debates: app.debates,
+            debates: app.debates.clone(),
             ops: app.ops,
             agents: app.agents,
             http: app.http,
@@ -306,6 +306,7 @@ impl From<App> for ApiState {
             webhooks: app.webhooks,
             reviews: app.reviews,
             scm: app.scm,
+            receipts: crate::receipts::Receipts::new(app.log, app.seal_key, app.debates),
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod extract;
 pub mod health;
 pub mod metrics;
 pub mod ratelimit;
+pub mod receipts;
 pub mod recent_errors;
 pub mod routes;
 pub mod scm;
@@ -72,6 +73,7 @@ pub fn routes() -> Routes {
         .merge(webhooks::routes())
         .merge(scm::routes())
         .merge(code_review::routes())
+        .merge(receipts::routes())
 }
 
 /// The full API router.

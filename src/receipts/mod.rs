@@ -56,7 +56,7 @@ pub struct ReceiptSummary {
 }
 
 /// The receipts service.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Receipts {
     log: EventLog,
     key: SealKey,
@@ -136,8 +136,7 @@ impl Receipts {
         &self,
         events: Vec<StoredEvent>,
     ) -> Result<(Vec<ReceiptEvent>, Vec<ReceiptSeal>), ReceiptError> {
-        let mut seals: BTreeMap<i64, (StoredSeal, SealBody, BTreeMap<Cursor, usize>, Vec<_>)> =
-            BTreeMap::new();
+        let mut seals: BTreeMap<i64, SealTree> = BTreeMap::new();
         let mut proved = Vec::with_capacity(events.len());
         for event in events {
             let cursor = event.cursor();
@@ -198,6 +197,14 @@ impl Receipts {
         Ok((proved, seals))
     }
 }
+
+/// A seal as stored, its body, and its leaves: by cursor, and in order.
+type SealTree = (
+    StoredSeal,
+    SealBody,
+    BTreeMap<Cursor, usize>,
+    Vec<crate::store::chain::Hash>,
+);
 
 /// Receipts belong to the debate's creator; admins see all.
 fn owns(caller: &Caller, created: &StoredEvent) -> bool {

@@ -275,7 +275,8 @@ fn tampered(edit: impl FnOnce(&mut Value)) -> Report {
 
 #[test]
 fn each_tampered_part_names_its_check() {
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+    type Edit = Box<dyn FnOnce(&mut Value)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "topic",
             Box::new(|v: &mut Value| v["debate"]["topic"] = json!("Reject")),
@@ -412,4 +413,25 @@ fn another_key_fails_the_seal_signature() {
             .unwrap();
     let report = verify(&bytes(&sealed_receipt(&key)), &other.public_key());
     assert_eq!(failing(&report), Some("seal_signature"));
+}
+
+/// The golden samples are this made-up debate's receipt and its ODR view,
+/// byte for byte (`AGON_WRITE_GOLDEN=1` writes them; once published they
+/// never change, see `PUBLISHED.sha256`).
+#[test]
+fn the_golden_samples_are_what_the_code_writes() {
+    let receipt = sealed_receipt(&key());
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipt");
+    let files = [
+        ("Receipt.v1.sample.json", bytes(&receipt)),
+        ("Odr.v0.2.sample.json", canonical::to_vec(&receipt.odr)),
+        ("public-key.sample.txt", key().public_hex().into_bytes()),
+    ];
+    for (name, written) in files {
+        let path = format!("{dir}/{name}");
+        if std::env::var_os("AGON_WRITE_GOLDEN").is_some() {
+            std::fs::write(&path, &written).unwrap();
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), written, "{name}");
+    }
 }
