@@ -83,6 +83,29 @@ pub async fn finished_debate(base: &str, token: &str, topic: &str) -> String {
     }
 }
 
+/// Checks `receipt` against `event-schemas/receipt/Receipt.v1.json`.
+pub fn meets_the_schema(receipt: &Value) {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipt/");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{root}Receipt.v1.json")).unwrap())
+            .unwrap();
+    let seen = &mut crate::schemas::Seen::default();
+    if let Err(e) = crate::schemas::conforms(receipt, &schema, "receipt", "#", seen) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn the_golden_sample_meets_the_schema_and_verifies() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipt/");
+    let bytes = std::fs::read(format!("{root}Receipt.v1.sample.json")).unwrap();
+    meets_the_schema(&serde_json::from_slice(&bytes).unwrap());
+    let key = std::fs::read_to_string(format!("{root}public-key.sample.txt")).unwrap();
+    let key: [u8; 32] = hex::decode(key.trim()).unwrap().try_into().unwrap();
+    let report = agon::receipts::check::verify(&bytes, &key);
+    assert!(report.valid, "{report:#?}");
+}
+
 fn flipped(bytes: &[u8], at: usize) -> Vec<u8> {
     let mut bad = bytes.to_vec();
     bad[at] ^= 0x01;
@@ -104,6 +127,7 @@ async fn a_receipt_verifies_offline_and_belongs_to_its_owner(kind: Kind) {
     let report = agon::receipts::check::verify(&bytes, &key);
     assert!(report.valid, "{report:#?}");
     let receipt: Value = serde_json::from_slice(&bytes).unwrap();
+    meets_the_schema(&receipt);
     assert_eq!(receipt["receipt_id"], json!(receipt_id));
     assert_eq!(receipt["debate"]["debate_id"], json!(id));
     assert_eq!(receipt["odr"]["source"]["receipt_id"], json!(receipt_id));
