@@ -184,7 +184,9 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
             ws_port,
             host,
         } => exit(cli::serve::serve(app, &host, api_port, ws_port).await),
-        Command::Debate(args) => debate_exit(cli::run_local(app, debate_request(&args)).await),
+        Command::Debate(args) => {
+            debate_exit(Box::pin(cli::run_local(app, debate_request(&args))).await)
+        }
         // Run before the app: `inspect` (whose start would create a store
         // and key) and replay (which needs the log alone).
         Command::Verify { .. }

@@ -14,10 +14,13 @@ use utoipa_axum::routes;
 use super::debates::{page_limit, page_offset};
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
+use super::ratelimit::Action;
 use super::routes::{RouteSpec, Routes};
 use crate::auth::Caller;
+use crate::auth::rbac::Permission;
 use crate::receipts::check::{self, Report};
 use crate::receipts::document::Receipt;
+use crate::receipts::retention::RetentionStatus;
 use crate::receipts::{ReceiptError, ReceiptSummary, Receipts};
 use crate::store::canonical;
 
@@ -26,6 +29,14 @@ pub fn routes() -> Routes {
         .add(routes!(list_receipts), RouteSpec::new())
         .add(routes!(get_receipt), RouteSpec::new().raw())
         .add(routes!(verify_receipt), RouteSpec::new())
+        .add(routes!(retention_status), admin())
+        .add(routes!(retention_cleanup), admin())
+}
+
+fn admin() -> RouteSpec {
+    RouteSpec::new()
+        .action(Action::Admin)
+        .requires(Permission::Admin)
 }
 
 /// Which finished debates to list receipts of.
@@ -109,7 +120,7 @@ pub struct ReceiptQuery {
 /// verifiers check.
 #[utoipa::path(get, path = "/api/v1/receipts/{receipt_id}", tag = "receipts",
     params(("receipt_id" = String, Path), ReceiptQuery),
-    responses((status = 200, description = "The receipt (event-schemas/receipt/Receipt.v1.json) or its ODR view, canonical JSON",
+    responses((status = 200, description = "The receipt (event-schemas/receipts/Receipt.v1.json) or its ODR view, canonical JSON",
         content(("application/json"))),
         (status = 404, description = "No such receipt, or not the caller's"),
         (status = 409, description = "The debate has not finished"),
@@ -144,6 +155,35 @@ async fn verify_receipt(
     let receipt = find(&receipts, &caller, receipt_id).await?;
     let bytes = Receipts::text(&receipt).into_bytes();
     Ok(Json(check::verify(&bytes, &receipts.public_key())))
+}
+
+/// The receipt-retention scheduler (spec §2.3). Admin only.
+#[utoipa::path(get, path = "/api/admin/schedulers/receipt-retention/status", tag = "operations",
+    responses((status = 200, body = RetentionStatus)))]
+async fn retention_status(State(receipts): State<Receipts>) -> Json<RetentionStatus> {
+    Json(receipts.retention_status())
+}
+
+/// What a cleanup run did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CleanupResult {
+    /// Receipts expired by this run (each a `ReceiptExpired` event).
+    pub receipts_deleted: u64,
+    pub status: RetentionStatus,
+}
+
+/// Expires every receipt past `SERVICE_RECEIPT_RETENTION_DAYS` now, rather
+/// than at the next interval. Admin only.
+#[utoipa::path(post, path = "/api/admin/schedulers/receipt-retention/cleanup", tag = "operations",
+    responses((status = 200, body = CleanupResult)))]
+async fn retention_cleanup(
+    State(receipts): State<Receipts>,
+) -> Result<Json<CleanupResult>, ApiError> {
+    let receipts_deleted = receipts.cleanup().await.map_err(mapped)?;
+    Ok(Json(CleanupResult {
+        receipts_deleted,
+        status: receipts.retention_status(),
+    }))
 }
 
 async fn find(receipts: &Receipts, caller: &Caller, id: String) -> Result<Receipt, ApiError> {

@@ -11,6 +11,7 @@ pub mod check;
 pub mod document;
 pub mod facts;
 pub mod odr;
+pub mod retention;
 
 use std::collections::BTreeMap;
 
@@ -20,8 +21,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
+use crate::clock::Clock;
 use crate::crypto::signing::SealKey;
 use crate::debates::Debates;
+use crate::projection::Documents;
 use crate::store::canonical;
 use crate::store::seal::{SealBody, StoredSeal};
 use crate::store::sealer::seal_backlog;
@@ -43,6 +46,8 @@ pub enum ReceiptError {
     Assemble(#[from] AssembleError),
     #[error("a stored seal is malformed: {0}")]
     Seal(#[source] serde_json::Error),
+    #[error("cannot record a receipt's expiry: {0}")]
+    Expiry(String),
 }
 
 /// A line of the receipts list.
@@ -55,17 +60,36 @@ pub struct ReceiptSummary {
     pub status: String,
 }
 
-/// The receipts service.
+/// The receipts service (cheap to clone: one shared part).
 #[derive(Debug, Clone)]
-pub struct Receipts {
+pub struct Receipts(std::sync::Arc<Parts>);
+
+#[derive(Debug)]
+pub struct Parts {
     log: EventLog,
     key: SealKey,
     debates: Debates,
+    documents: Documents,
+    clock: Clock,
+    retention: std::sync::Arc<retention::Retention>,
 }
 
 impl Receipts {
-    pub fn new(log: EventLog, key: SealKey, debates: Debates) -> Self {
-        Self { log, key, debates }
+    pub fn new(
+        log: EventLog,
+        key: SealKey,
+        debates: Debates,
+        clock: Clock,
+        retention: std::sync::Arc<retention::Retention>,
+    ) -> Self {
+        Self(std::sync::Arc::new(Parts {
+            documents: Documents::new(log.clone()),
+            log,
+            key,
+            debates,
+            clock,
+            retention,
+        }))
     }
 
     /// The public key that verifies seals and ODR signatures.
@@ -112,7 +136,7 @@ impl Receipts {
         let Some(first) = events.first() else {
             return Ok(None);
         };
-        if !owns(caller, first) {
+        if !owns(caller, first) || self.expired(debate_id).await? {
             return Ok(None);
         }
         let last = events.last().unwrap_or(first);
@@ -124,6 +148,15 @@ impl Receipts {
         }
         let (proved, seals) = self.prove(events).await?;
         Ok(Some(document::assemble(proved, seals, &self.key)?))
+    }
+
+    /// Whether the debate's receipt expired under the retention policy.
+    async fn expired(&self, debate_id: &str) -> Result<bool, ReceiptError> {
+        let stream = self
+            .log
+            .load_stream(agon_aggregates::receipt::RECEIPT, debate_id, 0)
+            .await?;
+        Ok(!stream.is_empty())
     }
 
     /// The receipt as canonical text: the bytes served and verified.
@@ -195,6 +228,14 @@ impl Receipts {
             })
             .collect();
         Ok((proved, seals))
+    }
+}
+
+impl std::ops::Deref for Receipts {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.0
     }
 }
 

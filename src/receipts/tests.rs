@@ -421,7 +421,7 @@ fn another_key_fails_the_seal_signature() {
 #[test]
 fn the_golden_samples_are_what_the_code_writes() {
     let receipt = sealed_receipt(&key());
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipt");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipts");
     let files = [
         ("Receipt.v1.sample.json", bytes(&receipt)),
         ("Odr.v0.2.sample.json", canonical::to_vec(&receipt.odr)),

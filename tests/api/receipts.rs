@@ -5,6 +5,7 @@
 //! byte changes, and are refused to another user.
 
 mod odr;
+mod retention;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -83,9 +84,9 @@ pub async fn finished_debate(base: &str, token: &str, topic: &str) -> String {
     }
 }
 
-/// Checks `receipt` against `event-schemas/receipt/Receipt.v1.json`.
+/// Checks `receipt` against `event-schemas/receipts/Receipt.v1.json`.
 pub fn meets_the_schema(receipt: &Value) {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipt/");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipts/");
     let schema: Value =
         serde_json::from_str(&std::fs::read_to_string(format!("{root}Receipt.v1.json")).unwrap())
             .unwrap();
@@ -97,7 +98,7 @@ pub fn meets_the_schema(receipt: &Value) {
 
 #[test]
 fn the_golden_sample_meets_the_schema_and_verifies() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipt/");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/event-schemas/receipts/");
     let bytes = std::fs::read(format!("{root}Receipt.v1.sample.json")).unwrap();
     meets_the_schema(&serde_json::from_slice(&bytes).unwrap());
     let key = std::fs::read_to_string(format!("{root}public-key.sample.txt")).unwrap();
