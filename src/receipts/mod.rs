@@ -58,6 +58,8 @@ pub struct ReceiptSummary {
     pub topic: String,
     /// `completed` or `failed`.
     pub status: String,
+    /// The retention period passed: the receipt is no longer served.
+    pub expired: bool,
 }
 
 /// The receipts service (cheap to clone: one shared part).
@@ -110,15 +112,16 @@ impl Receipts {
             .debates
             .list(caller, Some(status), limit, offset)
             .await?;
-        let items = debates
-            .into_iter()
-            .map(|d| ReceiptSummary {
+        let mut items = Vec::with_capacity(debates.len());
+        for d in debates {
+            items.push(ReceiptSummary {
                 receipt_id: document::receipt_id(&d.id),
                 status: d.status.as_str().to_owned(),
+                expired: self.expired(&d.id).await?,
                 debate_id: d.id,
                 topic: d.topic,
-            })
-            .collect();
+            });
+        }
         Ok((items, total))
     }
 

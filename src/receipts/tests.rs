@@ -122,9 +122,16 @@ pub(crate) fn debate_events() -> Vec<DebateEvent> {
 /// The events hashed onto their chain, sealed in two seals (the first
 /// holding two other events too), and assembled into a receipt.
 pub(crate) fn sealed_receipt(key: &SealKey) -> Receipt {
+    sealed_receipt_of(key, debate_events())
+}
+
+/// `debate` hashed, sealed (the first seal holding two other events and
+/// its first three or five events, the second the rest) and assembled.
+fn sealed_receipt_of(key: &SealKey, debate: Vec<DebateEvent>) -> Receipt {
+    let split = if debate.len() > 5 { 5 } else { 3 };
     let mut previous = GENESIS;
     let mut events = Vec::new();
-    for (index, event) in debate_events().into_iter().enumerate() {
+    for (index, event) in debate.into_iter().enumerate() {
         let payload = serde_json::to_value(&event).unwrap();
         let metadata = json!({"user_id": "user-1"});
         let (payload_text, metadata_text) = (
@@ -170,9 +177,9 @@ pub(crate) fn sealed_receipt(key: &SealKey) -> Receipt {
         .collect();
     let first: Vec<[u8; 32]> = [[7; 32], [8; 32]]
         .into_iter()
-        .chain(hashes[..5].iter().copied())
+        .chain(hashes[..split].iter().copied())
         .collect();
-    let second: Vec<[u8; 32]> = hashes[5..].to_vec();
+    let second: Vec<[u8; 32]> = hashes[split..].to_vec();
     let mut seals = Vec::new();
     let mut prev_seal = hex::encode(GENESIS);
     for (number, leaves, offset, at) in [
@@ -197,9 +204,13 @@ pub(crate) fn sealed_receipt(key: &SealKey) -> Receipt {
         };
         let bytes = body.canonical_bytes().unwrap();
         prev_seal = hex::encode(crate::store::seal::seal_hash(&bytes));
-        let own = if number == 1 { 0..5 } else { 5..events.len() };
+        let own = if number == 1 {
+            0..split
+        } else {
+            split..events.len()
+        };
         for i in own {
-            let leaf = i - if number == 1 { 0 } else { 5 } + offset;
+            let leaf = i - if number == 1 { 0 } else { split } + offset;
             events[i].proof = Proof {
                 seal_number: number,
                 leaf_index: leaf as u64,
@@ -413,6 +424,49 @@ fn another_key_fails_the_seal_signature() {
             .unwrap();
     let report = verify(&bytes(&sealed_receipt(&key)), &other.public_key());
     assert_eq!(failing(&report), Some("seal_signature"));
+}
+
+/// A debate that failed before any vote: no consensus, so quorum and
+/// confidence are absent markers and the failures are observations.
+fn failed_events() -> Vec<DebateEvent> {
+    let mut events: Vec<DebateEvent> = debate_events().into_iter().take(3).collect();
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 9).unwrap();
+    events.push(DebateEvent::AgentFailed {
+        round: 1,
+        phase: "opening".into(),
+        agent: "gpt".into(),
+        code: "http_status".into(),
+        error: "502 from the provider".into(),
+        at,
+    });
+    events.push(DebateEvent::DebateFailed {
+        reason: "fewer than two agents can answer".into(),
+        at,
+    });
+    events
+}
+
+#[test]
+fn a_failed_debate_has_a_receipt_that_verifies() {
+    let key = key();
+    let receipt = sealed_receipt_of(&key, failed_events());
+    let report = verify(&bytes(&receipt), &key.public_key());
+    assert!(report.valid, "{report:#?}");
+    let odr = &receipt.odr;
+    assert_eq!(odr["claim"]["verdict"], "failed");
+    assert_eq!(odr["quorum"]["status"], "absent");
+    assert_eq!(odr["confidence"]["status"], "absent");
+    let kinds: Vec<&str> = odr["reasoning"]["observations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["timeout", "failure"]);
+    assert_eq!(receipt.debate["consensus"], Value::Null);
+    if let Some(path) = std::env::var_os("AGON_WRITE_FAILED_ODR") {
+        std::fs::write(path, canonical::to_vec(odr)).unwrap();
+    }
 }
 
 /// The golden samples are this made-up debate's receipt and its ODR view,

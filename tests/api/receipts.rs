@@ -187,6 +187,7 @@ async fn a_receipt_verifies_offline_and_belongs_to_its_owner(kind: Kind) {
         json!(receipt_id),
         "{mine}"
     );
+    assert_eq!(mine["receipts"][0]["expired"], false, "{mine}");
     let (_, theirs) = call(Method::GET, &list, Some(&other), None).await;
     assert_eq!(theirs["total"], 0, "{theirs}");
     assert_eq!(raw(base, &path, &other).await.0, 404);

@@ -55,6 +55,18 @@ async fn expired_receipts_are_no_longer_served_and_the_log_still_verifies(kind: 
     let (_, body) = cleanup(base, TEST_TOKEN).await;
     assert_eq!(body["receipts_deleted"], 1, "{body}");
     assert_eq!(raw(base, &path, TEST_TOKEN).await.0, 404);
+    let list = format!("{base}/api/v1/receipts");
+    let (_, listed) = call(Method::GET, &list, Some(TEST_TOKEN), None).await;
+    let item = listed["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["debate_id"] == id.as_str());
+    assert_eq!(
+        item.map(|r| r["expired"].clone()),
+        Some(Value::Bool(true)),
+        "{listed}"
+    );
     // Once: a second run finds nothing new.
     let (_, again) = cleanup(base, TEST_TOKEN).await;
     assert_eq!(again["receipts_deleted"], 0);
