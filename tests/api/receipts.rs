@@ -202,4 +202,19 @@ async fn a_receipt_verifies_offline_and_belongs_to_its_owner(kind: Kind) {
     )
     .await;
     assert_eq!(status, 404);
+
+    // Tampering with the stored log shows in the service's verification,
+    // named: a seal body first, then an event (whose check runs earlier).
+    let sql = "UPDATE seals SET body = replace(body, '\"event_count\":', '\"event_count\":1')";
+    crate::tamper::exec(&app.app.log, sql).await;
+    let (_, report) = call(Method::POST, &verify, Some(&owner), None).await;
+    assert_eq!(report["first_failure"], "seal_signature", "{report}");
+    let sql = format!(
+        "UPDATE events SET payload = replace(payload, 'Should receipts', 'Should Receipts') \
+         WHERE aggregate_id = '{id}' AND sequence = 1"
+    );
+    crate::tamper::exec(&app.app.log, &sql).await;
+    let (_, report) = call(Method::POST, &verify, Some(&owner), None).await;
+    assert_eq!(report["first_failure"], "event_hashes", "{report}");
+    assert_eq!(report["valid"], false);
 }
