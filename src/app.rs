@@ -97,6 +97,8 @@ pub struct App {
     pub scm: Scm,
     /// The agents' text as they write it (`agent.delta`), from every replica.
     pub deltas: Ephemeral,
+    /// Decision receipts and their retention.
+    pub receipts: crate::receipts::Receipts,
 }
 
 impl App {
@@ -173,7 +175,18 @@ impl App {
             agents.clone(),
             settings.seal_interval,
         );
+        let receipts = crate::receipts::Receipts::new(
+            log.clone(),
+            seal_key.clone(),
+            debates.clone(),
+            clock.clone(),
+            crate::receipts::retention::Retention::new(
+                settings.receipt_retention_days,
+                settings.receipt_cleanup_interval,
+            ),
+        );
         Ok(Self {
+            receipts,
             settings: Arc::new(settings),
             log,
             bus,
@@ -265,6 +278,8 @@ impl App {
             stop.clone(),
         );
         tasks.push(tokio::spawn(sealer::run(log, key, interval, token)));
+        let retention = self.receipts.clone().run_retention(stop.clone());
+        tasks.push(tokio::spawn(retention));
         if let Some(redis) = self.http.limiter.redis() {
             let watch = redis.clone().watch(REDIS_CHECK_INTERVAL, stop.clone());
             tasks.push(tokio::spawn(watch));
@@ -308,6 +323,7 @@ impl From<App> for ApiState {
             webhooks: app.webhooks,
             reviews: app.reviews,
             scm: app.scm,
+            receipts: app.receipts,
         }
     }
 }

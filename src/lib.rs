@@ -29,6 +29,7 @@ pub mod ops;
 pub mod outside;
 pub mod projection;
 pub mod push;
+pub mod receipts;
 pub mod request;
 pub mod review;
 pub mod runner;

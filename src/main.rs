@@ -64,6 +64,26 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Work with decision receipts offline.
+    Receipt {
+        #[command(subcommand)]
+        command: ReceiptCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReceiptCommand {
+    /// Verify a downloaded receipt with the seal public key alone.
+    Verify {
+        /// The receipt file, exactly as served.
+        file: std::path::PathBuf,
+        /// Hex ed25519 public key (`agon keys public`).
+        #[arg(long)]
+        public_key: String,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The flags of `agon debate`.
@@ -172,6 +192,7 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
         Command::Verify { .. }
         | Command::Seal { .. }
         | Command::Keys { .. }
+        | Command::Receipt { .. }
         | Command::Replay { .. } => ExitCode::from(2),
     }
 }
@@ -202,6 +223,20 @@ async fn inspect(command: &Command, settings: &Settings) -> Option<ExitCode> {
         Command::Keys {
             command: KeysCommand::Public,
         } => cli::verify::keys_public(settings).map(|()| ExitCode::SUCCESS),
+        Command::Receipt {
+            command:
+                ReceiptCommand::Verify {
+                    file,
+                    public_key,
+                    json,
+                },
+        } => {
+            return Some(match cli::receipt::verify(file, public_key, *json) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => fail(&e),
+            });
+        }
         _ => return None,
     };
     Some(outcome.unwrap_or_else(|e| fail(&e)))

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod meta;
 pub mod money;
 pub mod organization;
+pub mod receipt;
 pub mod rejection;
 pub mod review;
 pub mod webhook;

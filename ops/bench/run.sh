@@ -4,7 +4,8 @@
 # JetStream-enabled nats-server: `append` (event store) and `debates`
 # (demo debates over HTTP); `reads` (detail, list and leaderboard against
 # /healthz, and the list at 100 000 debates), `ws` (WebSocket push latency and
-# idle-socket memory) and `webhooks` (deliveries per second) on request.
+# idle-socket memory), `webhooks` (deliveries per second) and `receipts`
+# (receipts verified per second offline) on request.
 # `ops/bench/run.sh debates` runs one of them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

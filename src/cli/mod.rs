@@ -5,6 +5,7 @@
 //! which open an existing store without building the service.
 
 pub mod debate;
+pub mod receipt;
 pub mod remote;
 pub mod replay;
 pub mod serve;

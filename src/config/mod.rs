@@ -60,6 +60,12 @@ pub struct Settings {
     pub signing_key: Option<Secret>,
     /// `SERVICE_SEAL_INTERVAL_SECONDS`: how often new events are sealed. Default 60.
     pub seal_interval: Duration,
+    /// `SERVICE_RECEIPT_RETENTION_DAYS`: days a decision receipt is served
+    /// after its debate finished. Default 2555 (seven years).
+    pub receipt_retention_days: u32,
+    /// `SERVICE_RECEIPT_CLEANUP_INTERVAL_HOURS`: how often expired receipts
+    /// are looked for. Default 24.
+    pub receipt_cleanup_interval: Duration,
     /// `SERVICE_LOG_LEVEL`: DEBUG, INFO (default), WARNING or ERROR.
     pub log_level: LogLevel,
     /// `SERVICE_LOG_FORMAT`: `json` for JSON lines, else human-readable text.
@@ -165,6 +171,20 @@ impl Settings {
             seal_interval: Duration::from_secs(
                 vars.within_u32("SERVICE_SEAL_INTERVAL_SECONDS", 1, 86_400, 60)?
                     .into(),
+            ),
+            receipt_retention_days: vars.within_u32(
+                "SERVICE_RECEIPT_RETENTION_DAYS",
+                1,
+                36_500,
+                2_555,
+            )?,
+            receipt_cleanup_interval: Duration::from_secs(
+                u64::from(vars.within_u32(
+                    "SERVICE_RECEIPT_CLEANUP_INTERVAL_HOURS",
+                    1,
+                    8_760,
+                    24,
+                )?) * 3_600,
             ),
             log_level,
             log_json: vars

@@ -23,6 +23,7 @@ pub mod health;
 pub mod metrics;
 pub mod privacy;
 pub mod ratelimit;
+pub mod receipts;
 pub mod recent_errors;
 pub mod routes;
 pub mod scm;
@@ -74,6 +75,7 @@ pub fn routes() -> Routes {
         .merge(scm::routes())
         .merge(code_review::routes())
         .merge(privacy::routes())
+        .merge(receipts::routes())
 }
 
 /// The full API router.

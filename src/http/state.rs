@@ -17,6 +17,7 @@ use crate::http::ratelimit::{RateLimiter, RedisError};
 use crate::http::recent_errors::RecentErrors;
 use crate::ops::Ops;
 use crate::push::Push;
+use crate::receipts::Receipts;
 use crate::review::Reviews;
 use crate::scm::Scm;
 use crate::webhooks::Webhooks;
@@ -56,6 +57,7 @@ pub struct ApiState {
     pub webhooks: Webhooks,
     pub reviews: Reviews,
     pub scm: Scm,
+    pub receipts: Receipts,
 }
 
 macro_rules! substate {
@@ -71,3 +73,4 @@ macro_rules! substate {
 substate!(auth: Auth, debates: Debates, ops: Ops, agents: Agents, http: HttpState, push: Push);
 substate!(webhooks: Webhooks);
 substate!(reviews: Reviews, scm: Scm);
+substate!(receipts: Receipts);

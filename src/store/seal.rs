@@ -133,6 +133,37 @@ impl EventLog {
         }))
     }
 
+    /// The first seal covering the event at `cursor`; `None` while it is unsealed.
+    pub async fn seal_covering(&self, cursor: Cursor) -> Result<Option<StoredSeal>, StoreError> {
+        Ok(with_pool!(self.db().reader(), pool => {
+            sqlx::query_as(
+                "SELECT seal_number, body, seal_hash, signature, to_txid, to_position \
+                 FROM seals WHERE to_txid > $1 OR (to_txid = $1 AND to_position >= $2) \
+                 ORDER BY seal_number LIMIT 1",
+            )
+            .bind(cursor.txid)
+            .bind(cursor.position)
+            .fetch_optional(pool)
+            .await?
+        }))
+    }
+
+    /// The event hashes a seal covers, in its leaf order: the feed in
+    /// `(from, to]`, as it was read when the seal was made.
+    pub async fn seal_leaves(&self, body: &SealBody) -> Result<Vec<(Cursor, Hash)>, StoreError> {
+        let mut leaves = Vec::new();
+        let mut at = body.from;
+        while at < body.to {
+            let page = self.read_feed_hashes(at, PAGE).await?;
+            let Some(last) = page.last() else { break };
+            at = last.cursor();
+            for event in page.into_iter().take_while(|e| e.cursor() <= body.to) {
+                leaves.push((event.cursor(), event.stored_hash()?));
+            }
+        }
+        Ok(leaves)
+    }
+
     /// Every seal in order.
     pub async fn seals(&self) -> Result<Vec<StoredSeal>, StoreError> {
         Ok(with_pool!(self.db().reader(), pool => {

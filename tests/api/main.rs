@@ -30,6 +30,7 @@ mod platform;
 mod projection_lag;
 mod providers;
 mod ratelimit;
+mod receipts;
 mod request_ids;
 mod restore;
 mod schemas;

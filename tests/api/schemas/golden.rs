@@ -63,13 +63,16 @@ fn decode(stored: Stored<'_>, payload: Value) -> Result<(String, String), Decode
         "webhook" => wire::decode::<WebhookEvent>(stored, payload).map(named),
         "review" => wire::decode::<ReviewEvent>(stored, payload).map(named),
         "scm_delivery" => wire::decode::<ScmDeliveryEvent>(stored, payload).map(named),
+        "receipt" => {
+            wire::decode::<agon_aggregates::receipt::ReceiptEvent>(stored, payload).map(named)
+        }
         other => panic!("no event enum for aggregate type {other}"),
     }
 }
 
 /// Folders of payloads that leave the service (webhook bodies, WebSocket
 /// frames): versioned DTOs, not stored events; their own tests check them.
-const PUBLIC_PAYLOADS: [&str; 2] = ["webhooks/", "ws/"];
+const PUBLIC_PAYLOADS: [&str; 3] = ["webhooks/", "ws/", "receipts/"];
 
 fn is_public_payload(path: &str) -> bool {
     PUBLIC_PAYLOADS.iter().any(|dir| path.starts_with(dir))
