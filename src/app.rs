@@ -97,6 +97,8 @@ pub struct App {
     pub scm: Scm,
     /// The agents' text as they write it (`agent.delta`), from every replica.
     pub deltas: Ephemeral,
+    /// Backups and disaster-recovery drills.
+    pub backups: crate::backup::Backups,
 }
 
 impl App {
@@ -173,6 +175,16 @@ impl App {
             agents.clone(),
             settings.seal_interval,
         );
+        let backups = crate::backup::Backups::new(
+            log.clone(),
+            settings.backup.clone(),
+            settings
+                .database_url
+                .as_ref()
+                .map(|u| u.expose().to_owned()),
+            seal_key.public_hex(),
+            clock.clone(),
+        );
         Ok(Self {
             settings: Arc::new(settings),
             log,
@@ -191,6 +203,7 @@ impl App {
             reviews,
             scm,
             deltas,
+            backups,
         })
     }
 
@@ -306,6 +319,7 @@ impl From<App> for ApiState {
             webhooks: app.webhooks,
             reviews: app.reviews,
             scm: app.scm,
+            backups: app.backups,
         }
     }
 }

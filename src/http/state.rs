@@ -56,6 +56,7 @@ pub struct ApiState {
     pub webhooks: Webhooks,
     pub reviews: Reviews,
     pub scm: Scm,
+    pub backups: crate::backup::Backups,
 }
 
 macro_rules! substate {
@@ -71,3 +72,4 @@ macro_rules! substate {
 substate!(auth: Auth, debates: Debates, ops: Ops, agents: Agents, http: HttpState, push: Push);
 substate!(webhooks: Webhooks);
 substate!(reviews: Reviews, scm: Scm);
+substate!(backups: crate::backup::Backups);
