@@ -362,18 +362,23 @@ impl Backups {
         Ok(u64::try_from(count).unwrap_or_default())
     }
 
-    /// Waits until every live projection's checkpoint is at `head` or past it.
+    /// Waits until no live projection has an event it applies between its
+    /// checkpoint and `head` (projections save their checkpoint over events
+    /// they ignore only now and then, so the checkpoint alone cannot tell).
     async fn caught_up(&self, head: Cursor) -> Result<bool, BackupError> {
         let deadline = Instant::now() + self.inner.settings.catchup_timeout;
         loop {
             let mut behind = false;
-            for name in registry::names() {
+            for projection in &registry::REGISTRY {
                 let at = self
                     .inner
                     .log
-                    .load_checkpoint(&checkpoint_name(name))
+                    .load_checkpoint(&checkpoint_name(projection.name))
                     .await?;
-                behind |= at < head;
+                if at < head && self.applies_between(projection, at, head).await? {
+                    behind = true;
+                    break;
+                }
             }
             if !behind {
                 return Ok(true);
@@ -383,6 +388,38 @@ impl Backups {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Whether `projection` applies an event in (`from`, `to`]; past
+    /// `SERVICE_BACKUP_COMPARE_WINDOW_EVENTS` events it is taken to.
+    async fn applies_between(
+        &self,
+        projection: &registry::Registered,
+        from: Cursor,
+        to: Cursor,
+    ) -> Result<bool, BackupError> {
+        let mut after = from;
+        let mut seen = 0i64;
+        while after < to {
+            let page = self.inner.log.read_feed(after, 500).await?;
+            let Some(last) = page.last() else {
+                return Ok(false);
+            };
+            after = last.cursor();
+            seen += page.len() as i64;
+            for event in page {
+                if event.cursor() > to {
+                    return Ok(false);
+                }
+                if (projection.relevant)(&event.into_record()?) {
+                    return Ok(true);
+                }
+            }
+            if seen >= self.inner.settings.compare_window {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Restores backup `id` in full into a scratch store, rebuilds every

@@ -38,7 +38,7 @@ pub async fn load(db: &Db, dir: &Path, batch: usize) -> Result<Loaded, BackupErr
         return Err(BackupError::TargetNotEmpty);
     }
     let overriding = match db.backend() {
-        Backend::Postgres => " OVERRIDING SYSTEM VALUE",
+        Backend::Postgres => " OVERRIDING SYSTEM VALUE ",
         Backend::Sqlite => "",
     };
     let mut loaded = Loaded::default();

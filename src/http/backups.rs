@@ -207,7 +207,7 @@ pub struct CreateBackup {
 
 /// Copies the log and its seals, consistently, into a new backup.
 #[utoipa::path(post, path = "/api/backups", tag = "backups", request_body = CreateBackup,
-    responses((status = 201, body = BackupView), (status = 400, description = "Invalid request")))]
+    responses((status = 201, body = BackupView), (status = 422, description = "Invalid request")))]
 async fn create_backup(
     State(backups): State<Backups>,
     caller: Caller,
