@@ -125,8 +125,10 @@ pub struct ListQuery {
     #[param(minimum = 0)]
     pub offset: Option<u32>,
     /// Only backups of this type.
+    #[param(inline)]
     pub backup_type: Option<KindName>,
     /// Only backups in this state.
+    #[param(inline)]
     pub status: Option<StatusName>,
 }
 

@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agon::crypto::secrets::sha256_hex;
 use agon_aggregates::account::AccountEvent;
+use agon_aggregates::backup::BackupEvent;
+use agon_aggregates::backup_drill::DrillEvent;
 use agon_aggregates::debate::DebateEvent;
 use agon_aggregates::email_claim::EmailClaimEvent;
 use agon_aggregates::organization::OrganizationEvent;
@@ -63,6 +65,8 @@ fn decode(stored: Stored<'_>, payload: Value) -> Result<(String, String), Decode
         "webhook" => wire::decode::<WebhookEvent>(stored, payload).map(named),
         "review" => wire::decode::<ReviewEvent>(stored, payload).map(named),
         "scm_delivery" => wire::decode::<ScmDeliveryEvent>(stored, payload).map(named),
+        "backup" => wire::decode::<BackupEvent>(stored, payload).map(named),
+        "backup_drill" => wire::decode::<DrillEvent>(stored, payload).map(named),
         other => panic!("no event enum for aggregate type {other}"),
     }
 }
