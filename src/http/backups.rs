@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
@@ -57,6 +57,22 @@ impl From<BackupError> for ApiError {
             e => ApiError::Internal(Box::new(e)),
         }
     }
+}
+
+/// A JSON object body as `T`; anything else (an array, a wrong field) is
+/// refused with the validation error.
+fn object_body<T: serde::de::DeserializeOwned>(body: Value) -> Result<T, ApiError> {
+    if !body.is_object() {
+        return Err(ApiError::validation(
+            "body: expected a JSON object",
+            json!({"field": "body"}),
+        ));
+    }
+    serde_json::from_value(body).map_err(|e| {
+        let message = e.to_string();
+        let field = message.split('`').nth(1).unwrap_or("body").to_owned();
+        ApiError::validation(format!("{field}: {message}"), json!({"field": field}))
+    })
 }
 
 /// A backup as the API shows it.
@@ -119,11 +135,12 @@ impl From<BackupDoc> for BackupView {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Page size, default 50, at most `SERVICE_BACKUP_PAGE_MAX` (200).
+    /// Page size, default 50; a larger one than `SERVICE_BACKUP_PAGE_MAX`
+    /// (200) is served as that.
     #[param(minimum = 1)]
-    pub limit: Option<u32>,
+    pub limit: Option<i32>,
     #[param(minimum = 0)]
-    pub offset: Option<u32>,
+    pub offset: Option<i32>,
     /// Only backups of this type.
     #[param(inline)]
     pub backup_type: Option<KindName>,
@@ -172,13 +189,13 @@ async fn list_backups(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<BackupList>, ApiError> {
     let max = backups.settings().page_max;
-    let limit = query.limit.unwrap_or(50.min(max));
-    if !(1..=max).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be between 1 and {max}"
-        )));
-    }
-    let offset = query.offset.unwrap_or(0);
+    let limit = u32::try_from(query.limit.unwrap_or(50))
+        .ok()
+        .filter(|l| *l >= 1)
+        .ok_or_else(|| ApiError::bad_request("limit must be at least 1"))?
+        .min(max);
+    let offset = u32::try_from(query.offset.unwrap_or(0))
+        .map_err(|_| ApiError::bad_request("offset must not be negative"))?;
     let status = query.status.map(|s| match s {
         StatusName::Completed => "completed",
         StatusName::Deleted => "deleted",
@@ -199,7 +216,8 @@ async fn list_backups(
     }))
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateBackup {
     /// Default `full`.
     pub backup_type: Option<KindName>,
@@ -213,8 +231,9 @@ pub struct CreateBackup {
 async fn create_backup(
     State(backups): State<Backups>,
     caller: Caller,
-    ApiJson(request): ApiJson<CreateBackup>,
+    ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<BackupView>), ApiError> {
+    let request: CreateBackup = object_body(body)?;
     let max = backups.settings().description_max_chars;
     if request
         .description
@@ -233,7 +252,7 @@ async fn create_backup(
     Ok((StatusCode::CREATED, Json(doc.into())))
 }
 
-/// One backup (deleted ones too).
+/// One kept backup (a deleted one is listed with `status=deleted`).
 #[utoipa::path(get, path = "/api/backups/{backup_id}", tag = "backups",
     params(("backup_id" = String, Path)),
     responses((status = 200, body = BackupView), (status = 404, description = "No such backup")))]
@@ -241,7 +260,11 @@ async fn get_backup(
     State(backups): State<Backups>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<BackupView>, ApiError> {
-    let doc = backups.get(&id).await?.ok_or(BackupError::NotFound(id))?;
+    let doc = backups
+        .get(&id)
+        .await?
+        .filter(|d| d.status == "completed")
+        .ok_or(BackupError::NotFound(id))?;
     Ok(Json(doc.into()))
 }
 
@@ -408,6 +431,7 @@ async fn restore_test_backup(
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CleanupRequest {
     /// Only name what would go. Default true.
     pub dry_run: Option<bool>,
@@ -426,7 +450,8 @@ pub struct CleanupView {
 /// body is optional; without one it is a dry run.
 #[utoipa::path(post, path = "/api/backups/cleanup", tag = "backups",
     request_body(content = Option<CleanupRequest>, content_type = "application/json"),
-    responses((status = 200, body = CleanupView), (status = 400, description = "Invalid request")))]
+    responses((status = 200, body = CleanupView), (status = 400, description = "Not JSON"),
+        (status = 422, description = "Not a cleanup request")))]
 async fn cleanup_backups(
     State(backups): State<Backups>,
     caller: Caller,
@@ -435,8 +460,15 @@ async fn cleanup_backups(
     let request: CleanupRequest = if body.iter().all(u8::is_ascii_whitespace) {
         CleanupRequest::default()
     } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| ApiError::validation(format!("body: {e}"), json!({"field": "dry_run"})))?
+        let value: Value = serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest {
+            message: "The body is not valid JSON".to_owned(),
+            details: json!({"reason": e.to_string()}),
+        })?;
+        if value.is_null() {
+            CleanupRequest::default()
+        } else {
+            object_body(value)?
+        }
     };
     let Cleanup {
         dry_run,

@@ -282,11 +282,12 @@ async fn tampered_deleted_and_expired(kind: Kind) {
     let (_, done) = cleanup(false).await;
     assert_eq!(done["deleted"], json!([older_id]), "{done}");
     assert!(!live.app.settings.backup.dir.join(older_id).exists());
-    let (_, one) = admin(base, Method::GET, &format!("/api/backups/{older_id}"), None).await;
-    assert_eq!(
-        (&one["status"], &one["deleted_reason"]),
-        (&json!("deleted"), &json!("retention"))
-    );
+    let path = format!("/api/backups/{older_id}");
+    assert_eq!(admin(base, Method::GET, &path, None).await.0, 404);
+    let (_, gone) = admin(base, Method::GET, "/api/backups?status=deleted", None).await;
+    assert_eq!(gone["total"], 1, "{gone}");
+    assert_eq!(gone["backups"][0]["backup_id"], older_id, "{gone}");
+    assert_eq!(gone["backups"][0]["deleted_reason"], "retention", "{gone}");
     let path = format!("/api/backups/{older_id}/verify");
     assert_eq!(admin(base, Method::POST, &path, None).await.0, 404);
 
@@ -305,6 +306,12 @@ async fn tampered_deleted_and_expired(kind: Kind) {
     assert_eq!(stats["total_backups"], 0, "{stats}");
 
     // Bad input and other callers.
+    for bad in [json!([null, null]), json!({"include_data": ["debates"]})] {
+        assert_eq!(
+            admin(base, Method::POST, "/api/backups", Some(bad)).await.0,
+            422
+        );
+    }
     let bad = json!({"backup_type": "incremental"});
     assert_eq!(
         admin(base, Method::POST, "/api/backups", Some(bad)).await.0,
