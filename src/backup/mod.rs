@@ -4,6 +4,7 @@
 //! retention, and drills measured against the recovery objectives (`dr`).
 
 pub mod archive;
+mod compare;
 pub mod digest;
 pub mod dr;
 mod ops;
