@@ -99,6 +99,8 @@ pub struct App {
     pub deltas: Ephemeral,
     /// Decision receipts and their retention.
     pub receipts: crate::receipts::Receipts,
+    /// Backups and disaster-recovery drills.
+    pub backups: crate::backup::Backups,
 }
 
 impl App {
@@ -185,6 +187,16 @@ impl App {
                 settings.receipt_cleanup_interval,
             ),
         );
+        let backups = crate::backup::Backups::new(
+            log.clone(),
+            settings.backup.clone(),
+            settings
+                .database_url
+                .as_ref()
+                .map(|u| u.expose().to_owned()),
+            seal_key.public_hex(),
+            clock.clone(),
+        );
         Ok(Self {
             receipts,
             settings: Arc::new(settings),
@@ -204,6 +216,7 @@ impl App {
             reviews,
             scm,
             deltas,
+            backups,
         })
     }
 
@@ -324,6 +337,7 @@ impl From<App> for ApiState {
             reviews: app.reviews,
             scm: app.scm,
             receipts: app.receipts,
+            backups: app.backups,
         }
     }
 }

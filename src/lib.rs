@@ -16,6 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod agents;
 pub mod app;
 pub mod auth;
+pub mod backup;
 pub mod bus;
 pub mod cli;
 pub mod clock;

@@ -1,5 +1,6 @@
 //! The `agon` command: parses arguments and runs the subcommand (each in
-//! `agon::cli`): `serve`, `verify`, `seal`, `replay`, `debate`, `keys public`.
+//! `agon::cli`): `serve`, `verify`, `seal`, `replay`, `debate`, `keys public`,
+//! `backup`, `restore`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -59,6 +60,22 @@ enum Command {
     /// Run one debate and print its consensus: on the local store, or on a
     /// running service with --server.
     Debate(DebateArgs),
+    /// Back up the store's log and seals into SERVICE_BACKUP_DIR.
+    Backup {
+        /// full or snapshot (both a whole, consistent copy).
+        #[arg(long = "type", default_value = "full")]
+        backup_type: String,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Restore a backup (its directory, or its name in SERVICE_BACKUP_DIR)
+    /// into the empty store the settings name, rebuild every read model and
+    /// verify the log.
+    Restore {
+        /// The backup's directory or name.
+        #[arg(long)]
+        from: String,
+    },
     /// Show key material.
     Keys {
         #[command(subcommand)]
@@ -174,6 +191,10 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
         };
         return exit(replayed);
     }
+    // Backup and restore work on the log alone too.
+    if matches!(command, Command::Backup { .. } | Command::Restore { .. }) {
+        return Box::pin(backup_or_restore(command, &settings)).await;
+    }
     let app = match App::build(settings).await {
         Ok(app) => app,
         Err(e) => return fail(&e),
@@ -193,8 +214,28 @@ async fn run(command: Command, settings: Settings) -> ExitCode {
         | Command::Seal { .. }
         | Command::Keys { .. }
         | Command::Receipt { .. }
-        | Command::Replay { .. } => ExitCode::from(2),
+        | Command::Replay { .. }
+        | Command::Backup { .. }
+        | Command::Restore { .. } => ExitCode::from(2),
     }
+}
+
+/// `agon backup` and `agon restore`, on the log alone.
+async fn backup_or_restore(command: Command, settings: &Settings) -> ExitCode {
+    let log = match agon::app::open_log(settings).await {
+        Ok(log) => log,
+        Err(e) => return fail(&e),
+    };
+    let outcome = match command {
+        Command::Backup {
+            backup_type,
+            description,
+        } => cli::backup::backup(settings, &log, &backup_type, description).await,
+        Command::Restore { from } => cli::backup::restore(settings, &log, &from).await,
+        _ => Ok(()),
+    };
+    log.db().close().await;
+    exit(outcome)
 }
 
 /// Runs the commands that inspect or seal an existing store without

@@ -6,6 +6,8 @@
 //! later issues build them.
 
 pub mod account;
+pub mod backup;
+pub mod backup_drill;
 pub mod debate;
 pub mod email_claim;
 pub mod ids;

@@ -4,6 +4,7 @@
 //! server ([`remote`]), and `verify`, `seal`, `keys public` ([`verify`]),
 //! which open an existing store without building the service.
 
+pub mod backup;
 pub mod debate;
 pub mod receipt;
 pub mod remote;

@@ -5,6 +5,7 @@
 
 mod agents;
 mod auth;
+mod backup;
 mod http;
 mod outside;
 mod push;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 pub use agents::{AgentSettings, ProviderSettings};
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
+pub use backup::BackupSettings;
 pub use http::{
     ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings,
     ReadCacheSettings,
@@ -88,6 +90,8 @@ pub struct Settings {
     /// `SCM_*`, `SERVICE_SCM_*`, `SERVICE_REVIEW_*`: the source-host
     /// webhook receiver, pull request and code reviews.
     pub scm: ScmSettings,
+    /// `SERVICE_BACKUP_*`, `SERVICE_DR_*`: backups and recovery drills.
+    pub backup: BackupSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
 }
@@ -213,6 +217,12 @@ impl Settings {
             webhooks: WebhookSettings::read(&vars)?,
             public_stream: PublicStreamSettings::read(&vars)?,
             scm: ScmSettings::read(&vars, environment == Environment::Production)?,
+            backup: BackupSettings::read(
+                &vars,
+                &vars
+                    .get("SERVICE_DATA_DIR")
+                    .map_or_else(|| PathBuf::from(".nomic"), PathBuf::from),
+            )?,
             warnings,
         };
         settings.check_deployment()?;

@@ -10,12 +10,14 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 pub mod agents;
+pub mod backups;
 pub mod caller;
 pub mod code_review;
 pub mod context;
 pub mod dead_letters;
 pub mod debates;
 pub mod docs;
+pub mod dr;
 pub mod error;
 pub mod etag;
 pub mod extract;
@@ -76,6 +78,8 @@ pub fn routes() -> Routes {
         .merge(code_review::routes())
         .merge(privacy::routes())
         .merge(receipts::routes())
+        .merge(backups::routes())
+        .merge(dr::routes())
 }
 
 /// The full API router.

@@ -58,6 +58,7 @@ pub struct ApiState {
     pub reviews: Reviews,
     pub scm: Scm,
     pub receipts: Receipts,
+    pub backups: crate::backup::Backups,
 }
 
 macro_rules! substate {
@@ -74,3 +75,4 @@ substate!(auth: Auth, debates: Debates, ops: Ops, agents: Agents, http: HttpStat
 substate!(webhooks: Webhooks);
 substate!(reviews: Reviews, scm: Scm);
 substate!(receipts: Receipts);
+substate!(backups: crate::backup::Backups);

@@ -89,7 +89,7 @@ const fn tables<P: TableProjection>(version: i64) -> Registered {
 /// Every projection the service runs. Raise a version when a fold's rules
 /// change what it stores (version 2 of `admin_stats`: its view became
 /// tables; version 2 of `debates`: it writes the list's tables too).
-pub const REGISTRY: [Registered; 9] = [
+pub const REGISTRY: [Registered; 11] = [
     tables::<AdminStats>(2),
     documents::<Accounts>(1),
     documents::<Sessions>(1),
@@ -99,6 +99,8 @@ pub const REGISTRY: [Registered; 9] = [
     view::<Leaderboard>(1),
     tables::<WebhookSubscriptions>(1),
     documents::<Reviews>(1),
+    documents::<agon_projections::BackupCatalog>(1),
+    documents::<agon_projections::DrillHistory>(1),
 ];
 
 /// The projection named `name`.

@@ -3,7 +3,8 @@
 //! keeps serving through the real binary. New debates are readable at once,
 //! listings hold old and new, the runner finishes them, and the new events
 //! are sealed after the old seals, which still verify. A move simulated in
-//! place checks many connections settling the order at once.
+//! place checks many connections settling the order at once. The same
+//! holds for a backup made by `agon backup` and restored by `agon restore`.
 //!
 //! PostgreSQL only; the test starts its own throwaway cluster with the
 //! `initdb` and `pg_ctl` of the test server's major version and fails (never
@@ -37,21 +38,7 @@ async fn a_log_restored_into_a_new_cluster_keeps_its_order() {
     let source = fresh_postgres_database().await;
     burn_transaction_ids(&source, SOURCE_XID_FLOOR).await;
 
-    // The first life: an account, two finished debates, everything sealed.
-    let service = Service::start(&source, data.path()).await;
-    let api = Api::new(&service.base);
-    register(&service.base, "before@example.com", "correct horse battery").await;
-    let mut old = Vec::new();
-    for topic in ["First life one", "First life two"] {
-        old.push(api.demo(topic).await);
-    }
-    for id in &old {
-        api.finished(id).await;
-    }
-    assert_success(&agon(&source, data.path(), &["seal"]));
-    service.stop().await;
-    let before = verify(&source, data.path());
-    assert_eq!(before["unsealed_events"], 0, "{before}");
+    let (old, before) = first_life(&source, data.path()).await;
 
     // Dump, and restore into a cluster of its own.
     let dump = data.path().join("agon.dump");
@@ -78,8 +65,66 @@ async fn a_log_restored_into_a_new_cluster_keeps_its_order() {
     );
     assert_eq!(verify(&target, data.path())["problem"], Value::Null);
 
-    // The second life, on the restored database.
-    let service = Service::start(&target, data.path()).await;
+    second_life(&target, data.path(), &old, &before, highest).await;
+}
+
+/// `agon backup` on the source, `agon restore` into a database of a new
+/// cluster (its transaction ids start low again): the same second life.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_backup_restored_into_a_new_cluster_keeps_its_order() {
+    let bin = pg_bin_dir(&admin_url()).await;
+    let data = tempfile::tempdir().unwrap();
+    let source = fresh_postgres_database().await;
+    burn_transaction_ids(&source, SOURCE_XID_FLOOR).await;
+    let (old, before) = first_life(&source, data.path()).await;
+    let backed = agon(
+        &source,
+        data.path(),
+        &["backup", "--description", "the move"],
+    );
+    assert_success(&backed);
+    let backup: Value = serde_json::from_slice(&backed.stdout).unwrap();
+    assert_eq!(backup["events"], before["events_checked"], "{backup}");
+    let cluster = Cluster::start(&bin);
+    let target = cluster.create_database("agon").await;
+    let id = backup["backup_id"].as_str().unwrap();
+    let restored = agon(&target, data.path(), &["restore", "--from", id]);
+    assert_success(&restored);
+    let (highest, next) = order_and_next_xid(&target).await;
+    assert!(
+        next < highest,
+        "the scenario needs the new cluster's ids ({next}) below the restored order ({highest})"
+    );
+    let report = verify(&target, data.path());
+    assert_eq!(report["seals_checked"], before["seals_checked"], "{report}");
+    second_life(&target, data.path(), &old, &before, highest).await;
+}
+
+/// The first life on `url`: an account, two finished debates, everything
+/// sealed. The debates' ids and the log's verification report.
+async fn first_life(source: &str, data: &Path) -> (Vec<String>, Value) {
+    let service = Service::start(source, data).await;
+    let api = Api::new(&service.base);
+    register(&service.base, "before@example.com", "correct horse battery").await;
+    let mut old = Vec::new();
+    for topic in ["First life one", "First life two"] {
+        old.push(api.demo(topic).await);
+    }
+    for id in &old {
+        api.finished(id).await;
+    }
+    assert_success(&agon(source, data, &["seal"]));
+    service.stop().await;
+    let before = verify(source, data);
+    assert_eq!(before["unsealed_events"], 0, "{before}");
+    (old, before)
+}
+
+/// The second life, on the restored database `target`: old and new
+/// debates read back and list, accounts sign in, and everything new is
+/// sealed after the old seals (the stored order was `highest`).
+async fn second_life(target: &str, data: &Path, old: &[String], before: &Value, highest: i64) {
+    let service = Service::start(target, data).await;
     let api = Api::new(&service.base);
     let started = Instant::now();
     let id = api.demo("After the restore").await;
@@ -90,7 +135,7 @@ async fn a_log_restored_into_a_new_cluster_keeps_its_order() {
     );
     let (status, detail) = api.get(&format!("/api/debates/{id}")).await;
     assert_eq!(status, 200, "read back at once: {detail}");
-    for old in &old {
+    for old in old {
         let (status, detail) = api.get(&format!("/api/debates/{old}")).await;
         assert_eq!((status, &detail["status"]), (200, &json!("completed")));
     }
@@ -119,8 +164,8 @@ async fn a_log_restored_into_a_new_cluster_keeps_its_order() {
     assert_eq!(me.0, 200, "{}", me.1);
 
     // Everything new is sealed after the old seals; the whole log verifies.
-    assert_success(&agon(&target, data.path(), &["seal"]));
-    let report = verify(&target, data.path());
+    assert_success(&agon(target, data, &["seal"]));
+    let report = verify(target, data);
     assert_eq!(report["unsealed_events"], 0, "{report}");
     let seals = report["seals_checked"].as_u64().unwrap();
     let old_seals = before["seals_checked"].as_u64().unwrap();
@@ -129,13 +174,13 @@ async fn a_log_restored_into_a_new_cluster_keeps_its_order() {
         report["events_checked"].as_u64() > before["events_checked"].as_u64(),
         "{report}"
     );
-    let (after_highest, _) = order_and_next_xid(&target).await;
+    let (after_highest, _) = order_and_next_xid(target).await;
     assert!(
         after_highest > highest,
         "new events sort after the old ones"
     );
     service.stop().await;
-    assert_eq!(verify(&target, data.path())["unsealed_events"], 0);
+    assert_eq!(verify(target, data)["unsealed_events"], 0);
 }
 
 /// A move simulated in place, for the many connections of a new process that

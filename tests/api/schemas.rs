@@ -4,6 +4,7 @@
 //! organization and email events) and `debates` (debate events).
 
 mod accounts;
+mod backups;
 mod debates;
 mod golden;
 mod reviews;

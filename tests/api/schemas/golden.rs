@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agon::crypto::secrets::sha256_hex;
 use agon_aggregates::account::AccountEvent;
+use agon_aggregates::backup::BackupEvent;
+use agon_aggregates::backup_drill::DrillEvent;
 use agon_aggregates::debate::DebateEvent;
 use agon_aggregates::email_claim::EmailClaimEvent;
 use agon_aggregates::organization::OrganizationEvent;
@@ -66,6 +68,8 @@ fn decode(stored: Stored<'_>, payload: Value) -> Result<(String, String), Decode
         "receipt" => {
             wire::decode::<agon_aggregates::receipt::ReceiptEvent>(stored, payload).map(named)
         }
+        "backup" => wire::decode::<BackupEvent>(stored, payload).map(named),
+        "backup_drill" => wire::decode::<DrillEvent>(stored, payload).map(named),
         other => panic!("no event enum for aggregate type {other}"),
     }
 }
