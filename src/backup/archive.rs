@@ -23,6 +23,9 @@ use crate::store::{Backend, Db, StoredEvent};
 pub const MANIFEST: &str = "manifest.json";
 pub const EVENTS: &str = "events.jsonl";
 pub const SEALS: &str = "seals.jsonl";
+/// The wrapped per-user data keys (crypto-shredding): without them every
+/// sealed personal field of a restored store would read as erased.
+pub const SUBJECT_KEYS: &str = "subject_keys.jsonl";
 /// The manifest format this code writes and reads.
 pub const FORMAT: u32 = 1;
 
@@ -44,6 +47,9 @@ pub struct Manifest {
     pub events: u64,
     pub streams: u64,
     pub seals: u64,
+    /// Per-user data keys copied (still wrapped by the field cipher).
+    #[serde(default)]
+    pub subject_keys: u64,
     /// The largest feed cursor among the copied events.
     pub head: Option<Cursor>,
     pub head_seal: Option<HeadSeal>,
@@ -85,6 +91,14 @@ pub struct EventLine {
     pub metadata: String,
     pub prev_hash: String,
     pub hash: String,
+}
+
+/// One wrapped data key as a line of `subject_keys.jsonl`.
+#[derive(Debug, Serialize, Deserialize, sqlx::FromRow)]
+pub struct KeyLine {
+    pub subject: String,
+    pub wrapped_key: String,
+    pub created_at: String,
 }
 
 /// One seal as a line of `seals.jsonl`.
@@ -175,6 +189,7 @@ pub struct Copied {
     pub events: u64,
     pub streams: u64,
     pub seals: u64,
+    pub subject_keys: u64,
     pub head: Option<Cursor>,
     pub head_seal: Option<HeadSeal>,
     pub files: Vec<FileSum>,
@@ -185,6 +200,7 @@ pub struct Copied {
 pub async fn export(db: &Db, dir: &Path, up_to: Option<Cursor>) -> Result<Copied, BackupError> {
     let mut events = LineWriter::create(dir, EVENTS).await?;
     let mut seals = LineWriter::create(dir, SEALS).await?;
+    let mut keys = LineWriter::create(dir, SUBJECT_KEYS).await?;
     let bound = match up_to {
         Some(_) => "WHERE (txid, position) <= ($1, $2)",
         None => "WHERE $1 = $1 AND $2 = $2",
@@ -196,6 +212,7 @@ pub async fn export(db: &Db, dir: &Path, up_to: Option<Cursor>) -> Result<Copied
         events: 0,
         streams: 0,
         seals: 0,
+        subject_keys: 0,
         head: None,
         head_seal: None,
         files: Vec::new(),
@@ -236,10 +253,23 @@ pub async fn export(db: &Db, dir: &Path, up_to: Option<Cursor>) -> Result<Copied
             });
             seals.line(&SealLine::from(seal)).await?;
         }
+        let rows: Vec<KeyLine> = sqlx::query_as(
+            "SELECT subject, wrapped_key, created_at FROM subject_keys ORDER BY subject",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        for key in rows {
+            copied.subject_keys += 1;
+            keys.line(&key).await?;
+        }
         tx.commit().await?;
     });
     copied.streams = streams.len() as u64;
-    copied.files = vec![events.finish().await?, seals.finish().await?];
+    copied.files = vec![
+        events.finish().await?,
+        seals.finish().await?,
+        keys.finish().await?,
+    ];
     Ok(copied)
 }
 

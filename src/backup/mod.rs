@@ -205,6 +205,7 @@ impl Backups {
             events: copied.events,
             streams: copied.streams,
             seals: copied.seals,
+            subject_keys: copied.subject_keys,
             head: copied.head,
             head_seal: copied.head_seal,
             size_bytes: copied.files.iter().map(|f| f.bytes).sum(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use sqlx::QueryBuilder;
 
 use super::BackupError;
-use super::archive::{EVENTS, EventLine, LineReader, SEALS, SealLine};
+use super::archive::{EVENTS, EventLine, KeyLine, LineReader, SEALS, SUBJECT_KEYS, SealLine};
 use crate::projection;
 use crate::store::db::with_pool;
 use crate::store::{Backend, Db, EventLog};
@@ -17,6 +17,7 @@ use crate::store::{Backend, Db, EventLog};
 pub struct Loaded {
     pub events: u64,
     pub seals: u64,
+    pub subject_keys: u64,
 }
 
 fn hex_field(text: &str, what: &str, line: u64) -> Result<Vec<u8>, BackupError> {
@@ -98,6 +99,7 @@ pub async fn load(db: &Db, dir: &Path, batch: usize) -> Result<Loaded, BackupErr
         });
         loaded.seals += 1;
     }
+    loaded.subject_keys = load_keys(db, dir).await?;
     if let Db::Postgres(pool) = db {
         sqlx::query(
             "SELECT setval(pg_get_serial_sequence('events', 'position'), \
@@ -108,6 +110,41 @@ pub async fn load(db: &Db, dir: &Path, batch: usize) -> Result<Loaded, BackupErr
     }
     db.sync_log().await?;
     Ok(loaded)
+}
+
+/// Loads the backup's wrapped data keys (a backup made before keys were
+/// backed up has none), except those of users the restored log erased: a
+/// backup taken between an erasure and its key's deletion must not bring
+/// the key back.
+async fn load_keys(db: &Db, dir: &Path) -> Result<u64, BackupError> {
+    if !tokio::fs::try_exists(dir.join(SUBJECT_KEYS)).await? {
+        return Ok(0);
+    }
+    let mut loaded = 0;
+    let mut reader = LineReader::open(dir, SUBJECT_KEYS).await?;
+    while let Some(key) = reader.next::<KeyLine>().await? {
+        with_pool!(db.writer(), pool => {
+            sqlx::query(
+                "INSERT INTO subject_keys (subject, wrapped_key, created_at) VALUES ($1, $2, $3)",
+            )
+            .bind(key.subject)
+            .bind(key.wrapped_key)
+            .bind(key.created_at)
+            .execute(pool)
+            .await?;
+        });
+        loaded += 1;
+    }
+    let erased: u64 = with_pool!(db.writer(), pool => {
+        sqlx::query(
+            "DELETE FROM subject_keys WHERE subject IN (SELECT aggregate_id FROM events \
+             WHERE aggregate_type = 'account' AND event_type = 'Erased')",
+        )
+        .execute(pool)
+        .await?
+        .rows_affected()
+    });
+    Ok(loaded - erased)
 }
 
 /// Rebuilds every registered read model of `log` from its events; the

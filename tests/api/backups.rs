@@ -15,7 +15,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::serve::{Spawned, build_app_on, serve_app, spawn_with};
-use crate::support::accounts::{call, register, signed_in};
+use crate::support::accounts::{call, login, register, signed_in};
 use crate::support::{Kind, TEST_TOKEN, fresh_postgres_database, on_both_backends};
 
 on_both_backends! {
@@ -26,8 +26,15 @@ on_both_backends! {
 /// A fixed seal key, so that `agon restore` verifies against the live one.
 pub const SEAL_KEY: &str = "5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed";
 
-pub const VARS: [(&str, &str); 3] = [
+/// Fixed field keys: the restored service must open the personal fields
+/// that the live one sealed (each user's data key is backed up wrapped).
+pub const FIELD_KEY: &str = "f1e1df1e1df1e1df1e1df1e1df1e1df1e1df1e1df1e1df1e1df1e1df1e1df1e1";
+pub const INDEX_KEY: &str = "1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d";
+
+pub const VARS: [(&str, &str); 5] = [
     ("SERVICE_SIGNING_KEY", SEAL_KEY),
+    ("SERVICE_ENCRYPTION_KEY", FIELD_KEY),
+    ("SERVICE_BLIND_INDEX_KEY", INDEX_KEY),
     ("SERVICE_SEAL_INTERVAL_SECONDS", "3600"),
     ("SERVICE_RATE_LIMIT_ADMIN", "1000000"),
 ];
@@ -190,14 +197,28 @@ async fn restores_identically(kind: Kind) {
 
     // The restored store serves: old debates read back, new events come
     // after the restored ones, and the whole log seals and verifies.
-    let vars = [("SERVICE_SIGNING_KEY", SEAL_KEY)];
     let data_dir = data.path().to_str().unwrap().to_owned();
-    let mut vars = vars.to_vec();
+    let mut vars = VARS.to_vec();
     if url.is_none() {
         vars.push(("SERVICE_DATA_DIR", &data_dir));
     }
     let (app, dir) = build_app_on(url.clone(), &vars).await;
     let second = serve_app(app, dir).await;
+    // The account signs in and reads as it was: its data key came back.
+    let signed = login(&second.base, "kept@example.com", "correct horse battery").await;
+    let token = signed["access_token"]
+        .as_str()
+        .expect("signs in")
+        .to_owned();
+    let (status, me) = call(
+        Method::GET,
+        &format!("{}/api/auth/me", second.base),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{me}");
+    assert!(me.to_string().contains("kept@example.com"), "{me}");
     let (status, list) = admin(&second.base, Method::GET, "/api/debates", None).await;
     assert_eq!((status, &list["total"]), (200, &json!(2)), "{list}");
     let new = finished_debate(&second.base, "After the restore").await;
