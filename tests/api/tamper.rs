@@ -68,7 +68,9 @@ fn event_problem(problem: &Problem) -> (&str, i64, &str) {
 
 fn seal_problem(problem: &Problem) -> (i64, &str) {
     match problem {
-        Problem::Seal { seal_number, fault } => (*seal_number, fault.as_str()),
+        Problem::Seal {
+            seal_number, fault, ..
+        } => (*seal_number, fault.as_str()),
         Problem::Event { .. } => panic!("expected a seal problem, got {problem}"),
     }
 }
