@@ -14,6 +14,7 @@ use crate::auth::{Auth, AuthSetupError};
 use crate::bus::{Bus, BusError, Ephemeral, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
+use crate::audit::Audit;
 use crate::crypto::signing::{KeyError, SealKey};
 use crate::debates::{Debates, TextLimits};
 use crate::http::ratelimit::RedisError;
@@ -97,6 +98,8 @@ pub struct App {
     pub scm: Scm,
     /// The agents' text as they write it (`agent.delta`), from every replica.
     pub deltas: Ephemeral,
+    /// Audit trails, verification and the published head.
+    pub audit: Audit,
 }
 
 impl App {
@@ -173,6 +176,7 @@ impl App {
             agents.clone(),
             settings.seal_interval,
         );
+        let audit = Audit::new(log.clone(), seal_key.public_hex(), settings.audit);
         Ok(Self {
             settings: Arc::new(settings),
             log,
@@ -191,6 +195,7 @@ impl App {
             reviews,
             scm,
             deltas,
+            audit,
         })
     }
 
@@ -306,6 +311,7 @@ impl From<App> for ApiState {
             webhooks: app.webhooks,
             reviews: app.reviews,
             scm: app.scm,
+            audit: app.audit,
         }
     }
 }

@@ -215,8 +215,5 @@ fn read_saved_seal(path: &Path) -> Result<SavedSeal, InspectError> {
 
 /// The range `--from-position`/`--to-position` name; `None` for the whole log.
 pub fn position_range(from: Option<i64>, to: Option<i64>) -> Option<PositionRange> {
-    (from.is_some() || to.is_some()).then(|| PositionRange {
-        from: from.unwrap_or(i64::MIN),
-        to: to.unwrap_or(i64::MAX),
-    })
+    PositionRange::between(from, to)
 }

@@ -11,6 +11,7 @@ mod push;
 mod scm;
 mod values;
 mod webhooks;
+mod audit;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,6 +28,7 @@ pub use scm::ScmSettings;
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
 pub use webhooks::WebhookSettings;
+pub use audit::AuditSettings;
 
 /// Everything the service reads from its environment.
 #[derive(Debug, Clone)]
@@ -84,6 +86,8 @@ pub struct Settings {
     pub scm: ScmSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
+    /// `SERVICE_AUDIT_*`: pages and exports of the audit API.
+    pub audit: AuditSettings,
 }
 
 impl Settings {
@@ -194,6 +198,7 @@ impl Settings {
             public_stream: PublicStreamSettings::read(&vars)?,
             scm: ScmSettings::read(&vars, environment == Environment::Production)?,
             warnings,
+            audit: AuditSettings::read(&vars)?,
         };
         settings.check_deployment()?;
         Ok(settings)

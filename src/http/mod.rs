@@ -10,6 +10,7 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 pub mod agents;
+pub mod audit;
 pub mod caller;
 pub mod code_review;
 pub mod context;
@@ -72,6 +73,7 @@ pub fn routes() -> Routes {
         .merge(webhooks::routes())
         .merge(scm::routes())
         .merge(code_review::routes())
+        .merge(audit::routes())
 }
 
 /// The full API router.

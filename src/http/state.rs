@@ -9,6 +9,7 @@ use std::sync::Arc;
 use axum::extract::FromRef;
 
 use crate::agents::Agents;
+use crate::audit::Audit;
 use crate::auth::Auth;
 use crate::config::Settings;
 use crate::debates::Debates;
@@ -56,6 +57,7 @@ pub struct ApiState {
     pub webhooks: Webhooks,
     pub reviews: Reviews,
     pub scm: Scm,
+    pub audit: Audit,
 }
 
 macro_rules! substate {
@@ -71,3 +73,4 @@ macro_rules! substate {
 substate!(auth: Auth, debates: Debates, ops: Ops, agents: Agents, http: HttpState, push: Push);
 substate!(webhooks: Webhooks);
 substate!(reviews: Reviews, scm: Scm);
+substate!(audit: Audit);

@@ -8,7 +8,13 @@
 
 mod chains;
 mod seals;
+mod links;
+mod stream;
 
+pub use links::ChainLink;
+pub use seals::header_fault;
+
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::Serialize;
@@ -58,12 +64,48 @@ impl PositionRange {
         to: i64::MAX,
     };
 
+    /// The range between optional ends; `None` when neither is given.
+    pub fn between(from: Option<i64>, to: Option<i64>) -> Option<Self> {
+        (from.is_some() || to.is_some()).then(|| Self {
+            from: from.unwrap_or(i64::MIN),
+            to: to.unwrap_or(i64::MAX),
+        })
+    }
+
     fn is_all(self) -> bool {
         self == Self::ALL
     }
 }
 
+/// Which events a run covers, for which seals to recompute.
+pub(crate) enum Scope<'a> {
+    Range(PositionRange),
+    /// The positions of one stream's events.
+    Positions(&'a HashSet<i64>),
+}
+
+impl Scope<'_> {
+    fn touches(&self, position: i64) -> bool {
+        match self {
+            Scope::Range(range) => range.from <= position && position <= range.to,
+            Scope::Positions(positions) => positions.contains(&position),
+        }
+    }
+}
+
 impl VerifyReport {
+    fn new(range: Option<PositionRange>) -> Self {
+        Self {
+            events_checked: 0,
+            streams_checked: 0,
+            seals_checked: 0,
+            unsealed_events: 0,
+            problem: None,
+            saved_seal: None,
+            range,
+        }
+    }
+
     pub fn intact(&self) -> bool {
         self.problem.is_none()
     }
@@ -189,18 +231,16 @@ impl EventLog {
         trusted_key: &str,
         range: PositionRange,
     ) -> Result<VerifyReport, StoreError> {
-        let mut report = VerifyReport {
-            events_checked: 0,
-            streams_checked: 0,
-            seals_checked: 0,
-            unsealed_events: 0,
-            problem: None,
-            saved_seal: None,
-            range: (!range.is_all()).then_some(range),
-        };
+        let mut report = VerifyReport::new((!range.is_all()).then_some(range));
         report.problem = self.verify_chains(range, &mut report).await?;
         if report.problem.is_none() {
-            report.problem = self.verify_seals(trusted_key, range, &mut report).await?;
+            match self
+                .verify_seals(trusted_key, &Scope::Range(range), &mut report)
+                .await?
+            {
+                Ok(sealed_to) => report.unsealed_events = self.count_after(sealed_to, range).await?,
+                Err(problem) => report.problem = Some(problem),
+            }
         }
         Ok(report)
     }

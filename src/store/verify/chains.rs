@@ -135,7 +135,7 @@ fn event_problem(event: &StoredEvent, check: Check, fault: String) -> Problem {
 }
 
 /// What is wrong with `event` given its stream's previous sequence and hash.
-fn chain_fault(
+pub(super) fn chain_fault(
     event: &StoredEvent,
     last_sequence: i64,
     last_hash: &Hash,

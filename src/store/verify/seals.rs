@@ -3,7 +3,7 @@
 
 use agon_projections::Cursor;
 
-use super::{Check, PositionRange, Problem, VerifyReport};
+use super::{Check, PositionRange, Problem, Scope, VerifyReport};
 use crate::crypto::signing::verify_signature;
 use crate::store::chain::{GENESIS, Hash};
 use crate::store::db::with_pool;
@@ -11,15 +11,18 @@ use crate::store::feed::FeedHash;
 use crate::store::seal::{SealBody, StoredSeal, seal_hash};
 use crate::store::{EventLog, StoreError, merkle};
 
-type Fault = (Check, String);
+/// A failed check and what it found.
+pub type Fault = (Check, String);
 
 impl EventLog {
+    /// Checks every seal's header and link, and recomputes those over an
+    /// event of `scope`; the end of the last seal when they all hold.
     pub(super) async fn verify_seals(
         &self,
         trusted_key: &str,
-        range: PositionRange,
+        scope: &Scope<'_>,
         report: &mut VerifyReport,
-    ) -> Result<Option<Problem>, StoreError> {
+    ) -> Result<Result<Cursor, Problem>, StoreError> {
         let mut prev_hash = hex::encode(GENESIS);
         let mut prev_to = Cursor::START;
         for (index, seal) in self.seals().await?.into_iter().enumerate() {
@@ -27,7 +30,7 @@ impl EventLog {
             let expected_number = i64::try_from(index).unwrap_or(i64::MAX) + 1;
             let checked =
                 match header_fault(&seal, expected_number, &prev_hash, prev_to, trusted_key)? {
-                    Ok(body) => self.content_fault(body, range).await?,
+                    Ok(body) => self.content_fault(body, scope).await?,
                     Err(fault) => Err(fault),
                 };
             match checked {
@@ -36,7 +39,7 @@ impl EventLog {
                     prev_to = body.to;
                 }
                 Err((check, fault)) => {
-                    return Ok(Some(Problem::Seal {
+                    return Ok(Err(Problem::Seal {
                         seal_number: seal.seal_number,
                         check,
                         fault,
@@ -44,8 +47,7 @@ impl EventLog {
                 }
             }
         }
-        report.unsealed_events = self.count_after(prev_to, range).await?;
-        Ok(None)
+        Ok(Ok(prev_to))
     }
 
     /// The body when the events stored under the seal match it (or none of
@@ -53,14 +55,12 @@ impl EventLog {
     async fn content_fault(
         &self,
         body: SealBody,
-        range: PositionRange,
+        scope: &Scope<'_>,
     ) -> Result<Result<SealBody, Fault>, StoreError> {
         let leaves = self.hashes_between(body.from, body.to).await?;
-        if !range.is_all()
-            && !leaves
-                .iter()
-                .any(|(position, _)| range.from <= *position && *position <= range.to)
-        {
+        // A seal over none of the scope's events is left to other runs; one
+        // whose events are all gone is reported by every run.
+        if !leaves.is_empty() && !leaves.iter().any(|(position, _)| scope.touches(*position)) {
             return Ok(Ok(body));
         }
         let count = i64::try_from(leaves.len()).unwrap_or(i64::MAX);
@@ -111,7 +111,7 @@ impl EventLog {
     }
 
     /// Events of `range` after `cursor`: chained, not sealed yet.
-    async fn count_after(&self, cursor: Cursor, range: PositionRange) -> Result<u64, StoreError> {
+    pub(super) async fn count_after(&self, cursor: Cursor, range: PositionRange) -> Result<u64, StoreError> {
         let count: i64 = with_pool!(self.db().reader(), pool => {
             sqlx::query_scalar(
                 "SELECT COUNT(*) FROM events WHERE (txid, position) > ($1, $2) \
@@ -130,7 +130,7 @@ impl EventLog {
 
 /// Checks a seal on its own and against the one before it: its body, number,
 /// hash, key, signature and link. Returns its body when they hold.
-pub(crate) fn header_fault(
+pub fn header_fault(
     seal: &StoredSeal,
     expected_number: i64,
     prev_hash: &str,
