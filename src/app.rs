@@ -10,11 +10,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
+use crate::audit::Audit;
 use crate::auth::{Auth, AuthSetupError};
 use crate::bus::{Bus, BusError, Ephemeral, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::audit::Audit;
 use crate::crypto::signing::{KeyError, SealKey};
 use crate::debates::{Debates, TextLimits};
 use crate::http::ratelimit::RedisError;

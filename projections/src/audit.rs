@@ -106,6 +106,8 @@ impl TableProjection for AuditLog {
                 ("owner", owner_of(event)?.into()),
                 ("first_position", event.cursor.position.into()),
                 ("created_at", recorded_at.into()),
+                // Counted up by the increments; NULL + 1 would stay NULL.
+                ("entries", 0.into()),
             ]);
         }
         changes.upsert(TRAILS_TABLE, key.clone(), columns);
@@ -145,7 +147,11 @@ mod tests {
         assert_eq!(owner_of(&account).unwrap().as_deref(), Some("s1"));
         let debate = event("bench", 1, json!({"Created": {"created_by": "u9"}}));
         assert_eq!(owner_of(&debate).unwrap().as_deref(), Some("u9"));
-        let org = event("bench", 1, json!({"Created": {"owner_id": "u8", "created_by": "u7"}}));
+        let org = event(
+            "bench",
+            1,
+            json!({"Created": {"owner_id": "u8", "created_by": "u7"}}),
+        );
         assert_eq!(owner_of(&org).unwrap().as_deref(), Some("u8"));
         let none = event("bench", 1, json!({"Created": {"name": "n"}}));
         assert_eq!(owner_of(&none).unwrap(), None);

@@ -19,8 +19,8 @@ pub mod webhooks;
 
 pub use accounts::{Accounts, ApiKeys, Organizations, Sessions};
 pub use admin_stats::AdminStats;
-pub use audit::AuditLog;
 pub use agon_aggregates::wire::DecodeError;
+pub use audit::AuditLog;
 pub use debates::Debates;
 pub use leaderboard::Leaderboard;
 pub use record::{Cursor, EventRecord};

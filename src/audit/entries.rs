@@ -163,25 +163,28 @@ impl Audit {
              FROM {ENTRIES_TABLE} WHERE {clause}"
         );
         type Totals = (i64, i64, Option<String>, Option<String>);
-        let (counts, types, subjects): (Totals, Vec<(Option<String>, i64)>, Vec<(Option<String>, i64)>) =
-            with_pool!(self.log().db().reader(), pool => {
-                let mut query = sqlx::query_as(&totals);
-                for value in &values {
-                    query = query.bind(value);
-                }
-                let counts = query.fetch_one(pool).await.map_err(crate::store::StoreError::from)?;
-                let mut query = sqlx::query_as(&by_type);
-                for value in &values {
-                    query = query.bind(value);
-                }
-                let types = query.fetch_all(pool).await.map_err(crate::store::StoreError::from)?;
-                let mut query = sqlx::query_as(&by_subject);
-                for value in &values {
-                    query = query.bind(value);
-                }
-                let subjects = query.fetch_all(pool).await.map_err(crate::store::StoreError::from)?;
-                (counts, types, subjects)
-            });
+        let (counts, types, subjects): (
+            Totals,
+            Vec<(Option<String>, i64)>,
+            Vec<(Option<String>, i64)>,
+        ) = with_pool!(self.log().db().reader(), pool => {
+            let mut query = sqlx::query_as(&totals);
+            for value in &values {
+                query = query.bind(value);
+            }
+            let counts = query.fetch_one(pool).await.map_err(crate::store::StoreError::from)?;
+            let mut query = sqlx::query_as(&by_type);
+            for value in &values {
+                query = query.bind(value);
+            }
+            let types = query.fetch_all(pool).await.map_err(crate::store::StoreError::from)?;
+            let mut query = sqlx::query_as(&by_subject);
+            for value in &values {
+                query = query.bind(value);
+            }
+            let subjects = query.fetch_all(pool).await.map_err(crate::store::StoreError::from)?;
+            (counts, types, subjects)
+        });
         let named = |rows: Vec<(Option<String>, i64)>| {
             rows.into_iter()
                 .map(|(name, count)| (name.unwrap_or_default(), count))

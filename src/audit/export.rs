@@ -12,9 +12,9 @@ use zip::write::SimpleFileOptions;
 use super::entries::{Entry, EntryFilter};
 use super::trail::{Trail, TrailEntry};
 use super::{Audit, AuditError, Viewer};
-use sha2::{Digest, Sha256};
 use crate::store::expect::SavedSeal;
 use crate::store::verify::{PositionRange, VerifyReport};
+use sha2::{Digest, Sha256};
 
 /// The version tag of the JSON forms (schemas under `event-schemas/audit/`).
 pub const TRAIL_EXPORT_FORMAT: &str = "agon.audit-trail.v1";
@@ -82,8 +82,16 @@ fn trail_csv(trail: &Trail) -> String {
     csv_line(
         &mut out,
         &[
-            "position", "sequence", "event_type", "actor", "request_id", "recorded_at", "changes",
-            "redacted", "prev_hash", "hash",
+            "position",
+            "sequence",
+            "event_type",
+            "actor",
+            "request_id",
+            "recorded_at",
+            "changes",
+            "redacted",
+            "prev_hash",
+            "hash",
         ],
     );
     for e in &trail.entries {
@@ -117,7 +125,9 @@ fn trail_markdown(trail: &Trail, report: &VerifyReport) -> String {
         Some(problem) => format!("BROKEN: {}", md_cell(&problem.to_string())),
     };
     out.push_str(&format!("Verification: {verdict}\n\n"));
-    out.push_str("| position | sequence | event | actor | request id | recorded at | changes | hash |\n");
+    out.push_str(
+        "| position | sequence | event | actor | request id | recorded at | changes | hash |\n",
+    );
     out.push_str("|---|---|---|---|---|---|---|---|\n");
     for e in &trail.entries {
         out.push_str(&format!(
@@ -140,8 +150,15 @@ fn entries_csv(entries: &[Entry]) -> String {
     csv_line(
         &mut out,
         &[
-            "position", "trail_id", "subject_type", "subject_id", "sequence", "event_type", "actor",
-            "request_id", "recorded_at",
+            "position",
+            "trail_id",
+            "subject_type",
+            "subject_id",
+            "sequence",
+            "event_type",
+            "actor",
+            "request_id",
+            "recorded_at",
         ],
     );
     for e in entries {
@@ -166,7 +183,13 @@ fn entries_csv(entries: &[Entry]) -> String {
 fn file_stem(trail_id: &str) -> String {
     trail_id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -224,7 +247,9 @@ impl Audit {
     ) -> Result<Exported, AuditError> {
         if format == Format::Soc2 {
             if *viewer != Viewer::Admin {
-                return Err(AuditError::AdminOnly("the SOC 2 package covers every user: admins only"));
+                return Err(AuditError::AdminOnly(
+                    "the SOC 2 package covers every user: admins only",
+                ));
             }
             return self.soc2_package(filter, max).await;
         }
@@ -269,12 +294,17 @@ impl Audit {
             ("events.json", to_json(&links)),
             ("audit_entries.json", to_json(&entries)),
             ("seals.json", to_json(&seals)),
-            ("public_key.txt", format!("{}\n", self.public_key()).into_bytes()),
+            (
+                "public_key.txt",
+                format!("{}\n", self.public_key()).into_bytes(),
+            ),
             ("verification.json", to_json(&report)),
         ];
         let digests: Vec<_> = files
             .iter()
-            .map(|(name, bytes)| json!({"file": name, "sha256": hex::encode(Sha256::digest(bytes))}))
+            .map(
+                |(name, bytes)| json!({"file": name, "sha256": hex::encode(Sha256::digest(bytes))}),
+            )
             .collect();
         files.push((
             "manifest.json",
@@ -291,10 +321,11 @@ impl Audit {
 /// A zip archive of `files`, deflated.
 fn zip_files(files: &[(&str, Vec<u8>)]) -> Result<Vec<u8>, std::io::Error> {
     let mut archive = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options =
-        SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
     for (name, bytes) in files {
-        archive.start_file(*name, options).map_err(std::io::Error::other)?;
+        archive
+            .start_file(*name, options)
+            .map_err(std::io::Error::other)?;
         archive.write_all(bytes)?;
     }
     Ok(archive

@@ -162,7 +162,13 @@ impl Audit {
         let mut proof = Vec::new();
         let mut problem = None;
         for seal in seals.iter().take(index(to)).skip(index(from)) {
-            match header_fault(seal, seal.seal_number, &prev_hash, prev_to, &self.public_key)? {
+            match header_fault(
+                seal,
+                seal.seal_number,
+                &prev_hash,
+                prev_to,
+                &self.public_key,
+            )? {
                 Ok(body) => prev_to = body.to,
                 Err((check, fault)) => {
                     problem = Some(Problem::Seal {

@@ -98,7 +98,10 @@ fn redact_map(map: &mut Map<String, Value>) -> bool {
     let mut any = false;
     for (key, value) in map.iter_mut() {
         let name = key.to_ascii_lowercase();
-        if SECRET_FIELDS.iter().any(|s| name.contains(s)) || name.ends_with("_hash") || name.ends_with("_hashes") {
+        if SECRET_FIELDS.iter().any(|s| name.contains(s))
+            || name.ends_with("_hash")
+            || name.ends_with("_hashes")
+        {
             *value = Value::String("[redacted]".to_owned());
             any = true;
         } else {
@@ -109,7 +112,12 @@ fn redact_map(map: &mut Map<String, Value>) -> bool {
 }
 
 fn entry(event: &StoredEvent, metadata: &Value) -> Result<TrailEntry, AuditError> {
-    let text = |field: &str| metadata.get(field).and_then(Value::as_str).map(str::to_owned);
+    let text = |field: &str| {
+        metadata
+            .get(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
     let mut changes = event.payload_value()?;
     let redacted = redact(&mut changes);
     Ok(TrailEntry {
@@ -184,6 +192,5 @@ fn fold_debate(
     doc: Option<agon_aggregates::debate::Debate>,
     record: EventRecord,
 ) -> Result<Option<agon_aggregates::debate::Debate>, AuditError> {
-    agon_projections::Debates::apply(doc, &record)
-        .map_err(|e| AuditError::Store(e.into()))
+    agon_projections::Debates::apply(doc, &record).map_err(|e| AuditError::Store(e.into()))
 }

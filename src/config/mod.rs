@@ -4,6 +4,7 @@
 //! variable; secrets live in [`Secret`], whose `Debug` form never prints them.
 
 mod agents;
+mod audit;
 mod auth;
 mod http;
 mod outside;
@@ -11,12 +12,12 @@ mod push;
 mod scm;
 mod values;
 mod webhooks;
-mod audit;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use agents::{AgentSettings, ProviderSettings};
+pub use audit::AuditSettings;
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
 pub use http::{
     ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings,
@@ -28,7 +29,6 @@ pub use scm::ScmSettings;
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
 pub use webhooks::WebhookSettings;
-pub use audit::AuditSettings;
 
 /// Everything the service reads from its environment.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use agon_projections::{
-    Accounts, AdminStats, AuditLog, ApiKeys, Debates, DocumentProjection, EventRecord, Leaderboard,
+    Accounts, AdminStats, ApiKeys, AuditLog, Debates, DocumentProjection, EventRecord, Leaderboard,
     Organizations, Projection, Reviews, Sessions, TableProjection, WebhookSubscriptions,
 };
 

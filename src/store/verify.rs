@@ -7,8 +7,8 @@
 //! with the [`Check`] that failed (a stable code) and a sentence.
 
 mod chains;
-mod seals;
 mod links;
+mod seals;
 mod stream;
 
 pub use links::ChainLink;
@@ -238,7 +238,9 @@ impl EventLog {
                 .verify_seals(trusted_key, &Scope::Range(range), &mut report)
                 .await?
             {
-                Ok(sealed_to) => report.unsealed_events = self.count_after(sealed_to, range).await?,
+                Ok(sealed_to) => {
+                    report.unsealed_events = self.count_after(sealed_to, range).await?
+                }
                 Err(problem) => report.problem = Some(problem),
             }
         }

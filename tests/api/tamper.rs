@@ -207,7 +207,7 @@ async fn a_foreign_key_is_not_trusted(kind: Kind) {
     assert!(fault.contains("not the trusted key"), "{fault}");
 }
 
-fn blob_literal(kind: Kind, bytes: &[u8]) -> String {
+pub fn blob_literal(kind: Kind, bytes: &[u8]) -> String {
     match kind {
         Kind::Sqlite => format!("X'{}'", hex::encode(bytes)),
         Kind::Postgres => format!("'\\x{}'::bytea", hex::encode(bytes)),

@@ -137,8 +137,8 @@ pub struct VerifyBody {
 }
 
 async fn run_verify(audit: &Audit, body: VerifyBody) -> Result<Json<VerifyView>, ApiError> {
-    let range = PositionRange::between(body.from_position, body.to_position)
-        .unwrap_or(PositionRange::ALL);
+    let range =
+        PositionRange::between(body.from_position, body.to_position).unwrap_or(PositionRange::ALL);
     let saved: Option<SavedSeal> = body
         .expect_seal
         .map(serde_json::from_value)

@@ -26,7 +26,10 @@ pub fn routes() -> Routes {
     Routes::new()
         .add(routes!(list_trails), RouteSpec::new())
         .add(routes!(read_trail), RouteSpec::new())
-        .add(routes!(export_trail), RouteSpec::new().action(Action::Export))
+        .add(
+            routes!(export_trail),
+            RouteSpec::new().action(Action::Export),
+        )
         .add(routes!(verify_trail), RouteSpec::new())
 }
 

@@ -111,7 +111,11 @@ impl EventLog {
     }
 
     /// Events of `range` after `cursor`: chained, not sealed yet.
-    pub(super) async fn count_after(&self, cursor: Cursor, range: PositionRange) -> Result<u64, StoreError> {
+    pub(super) async fn count_after(
+        &self,
+        cursor: Cursor,
+        range: PositionRange,
+    ) -> Result<u64, StoreError> {
         let count: i64 = with_pool!(self.db().reader(), pool => {
             sqlx::query_scalar(
                 "SELECT COUNT(*) FROM events WHERE (txid, position) > ($1, $2) \
