@@ -98,8 +98,6 @@ pub struct App {
     pub scm: Scm,
     /// The agents' text as they write it (`agent.delta`), from every replica.
     pub deltas: Ephemeral,
-    /// Audit trails, verification and the published head.
-    pub audit: Audit,
 }
 
 impl App {
@@ -176,7 +174,6 @@ impl App {
             agents.clone(),
             settings.seal_interval,
         );
-        let audit = Audit::new(log.clone(), seal_key.public_hex(), settings.audit);
         Ok(Self {
             settings: Arc::new(settings),
             log,
@@ -195,7 +192,6 @@ impl App {
             reviews,
             scm,
             deltas,
-            audit,
         })
     }
 
@@ -300,6 +296,12 @@ impl App {
 
 impl From<App> for ApiState {
     fn from(app: App) -> Self {
+        // Built here, not kept in `App`: only the HTTP face uses it.
+        let audit = Audit::new(
+            app.log.clone(),
+            app.seal_key.public_hex(),
+            app.settings.audit,
+        );
         Self {
             settings: app.settings,
             auth: app.auth,
@@ -311,7 +313,7 @@ impl From<App> for ApiState {
             webhooks: app.webhooks,
             reviews: app.reviews,
             scm: app.scm,
-            audit: app.audit,
+            audit,
         }
     }
 }

@@ -5,7 +5,8 @@
 
 -- One row per event: who (`actor`), which request, when, which subject.
 CREATE TABLE audit_entries (
-    position     BIGINT NOT NULL PRIMARY KEY,
+    -- The event's log position (`position` is a keyword in PostgreSQL).
+    event_position BIGINT NOT NULL PRIMARY KEY,
     txid         BIGINT,
     trail_id     TEXT,
     subject_type TEXT,
@@ -16,10 +17,10 @@ CREATE TABLE audit_entries (
     request_id   TEXT,
     recorded_at  TEXT
 );
-CREATE INDEX audit_entries_trail ON audit_entries (trail_id, position);
-CREATE INDEX audit_entries_actor ON audit_entries (actor, position);
-CREATE INDEX audit_entries_type ON audit_entries (event_type, position);
-CREATE INDEX audit_entries_subject ON audit_entries (subject_type, position);
+CREATE INDEX audit_entries_trail ON audit_entries (trail_id, event_position);
+CREATE INDEX audit_entries_actor ON audit_entries (actor, event_position);
+CREATE INDEX audit_entries_type ON audit_entries (event_type, event_position);
+CREATE INDEX audit_entries_subject ON audit_entries (subject_type, event_position);
 CREATE INDEX audit_entries_time ON audit_entries (recorded_at);
 
 -- One row per subject (its trail): the user it belongs to and its extent.

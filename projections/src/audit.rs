@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::tables::{Changes, TableProjection};
 use crate::{DecodeError, EventRecord};
 
-/// One row per event: `position` (key), `txid`, `trail_id`, `subject_type`,
+/// One row per event: `event_position` (key, the log position), `txid`, `trail_id`, `subject_type`,
 /// `subject_id`, `sequence`, `event_type`, `actor`, `request_id`, `recorded_at`.
 pub const ENTRIES_TABLE: &str = "audit_entries";
 /// One row per subject: `trail_id` (key), `subject_type`, `subject_id`,
@@ -81,7 +81,7 @@ impl TableProjection for AuditLog {
         let recorded_at = meta(event, "recorded_at");
         changes.upsert(
             ENTRIES_TABLE,
-            vec![("position", event.cursor.position.into())],
+            vec![("event_position", event.cursor.position.into())],
             vec![
                 ("txid", event.cursor.txid.into()),
                 ("trail_id", trail.clone().into()),

@@ -124,9 +124,9 @@ impl Audit {
     ) -> Result<EntryPage, AuditError> {
         let (clause, values) = conditions(filter, viewer);
         let sql = format!(
-            "SELECT position, trail_id, subject_type, subject_id, sequence, event_type, actor, \
-             request_id, recorded_at FROM {ENTRIES_TABLE} WHERE {clause} AND position > ${} \
-             ORDER BY position LIMIT ${}",
+            "SELECT event_position AS position, trail_id, subject_type, subject_id, sequence, \
+             event_type, actor, request_id, recorded_at FROM {ENTRIES_TABLE} \
+             WHERE {clause} AND event_position > ${} ORDER BY event_position LIMIT ${}",
             values.len() + 1,
             values.len() + 2
         );
@@ -163,11 +163,8 @@ impl Audit {
              FROM {ENTRIES_TABLE} WHERE {clause}"
         );
         type Totals = (i64, i64, Option<String>, Option<String>);
-        let (counts, types, subjects): (
-            Totals,
-            Vec<(Option<String>, i64)>,
-            Vec<(Option<String>, i64)>,
-        ) = with_pool!(self.log().db().reader(), pool => {
+        type Counted = Vec<(Option<String>, i64)>;
+        let (counts, types, subjects): (Totals, Counted, Counted) = with_pool!(self.log().db().reader(), pool => {
             let mut query = sqlx::query_as(&totals);
             for value in &values {
                 query = query.bind(value);
@@ -262,7 +259,8 @@ impl Audit {
     /// Positions and sequences of the trail's events as the audit rows saw them.
     pub(super) async fn recorded(&self, trail_id: &str) -> Result<Vec<(i64, i64)>, AuditError> {
         let sql = format!(
-            "SELECT position, sequence FROM {ENTRIES_TABLE} WHERE trail_id = $1 ORDER BY position"
+            "SELECT event_position, sequence FROM {ENTRIES_TABLE} WHERE trail_id = $1 \
+             ORDER BY event_position"
         );
         let rows: Vec<(i64, Option<i64>)> = with_pool!(self.log().db().reader(), pool => {
             sqlx::query_as(&sql)

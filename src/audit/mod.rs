@@ -11,6 +11,8 @@ pub mod entries;
 pub mod export;
 pub mod trail;
 
+use std::sync::Arc;
+
 use thiserror::Error;
 
 use crate::auth::Caller;
@@ -64,9 +66,12 @@ pub enum AuditError {
     Export(#[source] std::io::Error),
 }
 
-/// The service; cheap to clone.
+/// The service; cheap to clone (one pointer, so the app's futures stay small).
 #[derive(Debug, Clone)]
-pub struct Audit {
+pub struct Audit(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
     log: EventLog,
     settings: AuditSettings,
     /// Hex ed25519 key every seal of this log must be signed with.
@@ -91,28 +96,28 @@ pub struct Consistency {
 
 impl Audit {
     pub fn new(log: EventLog, public_key: String, settings: AuditSettings) -> Self {
-        Self {
+        Self(Arc::new(Inner {
             log,
             settings,
             public_key,
-        }
+        }))
     }
 
     pub fn settings(&self) -> AuditSettings {
-        self.settings
+        self.0.settings
     }
 
     pub fn public_key(&self) -> &str {
-        &self.public_key
+        &self.0.public_key
     }
 
     pub(crate) fn log(&self) -> &EventLog {
-        &self.log
+        &self.0.log
     }
 
     /// The newest seal, in the form `agon verify --expect-seal` reads.
     pub async fn head(&self) -> Result<Option<SavedSeal>, AuditError> {
-        match self.log.last_seal().await? {
+        match self.log().last_seal().await? {
             Some(seal) => Ok(Some(SavedSeal::from_stored(&seal)?)),
             None => Ok(None),
         }
@@ -129,7 +134,10 @@ impl Audit {
                 "from_position must not be after to_position".to_owned(),
             ));
         }
-        Ok(self.log.verify_with(&self.public_key, range, saved).await?)
+        Ok(self
+            .log()
+            .verify_with(self.public_key(), range, saved)
+            .await?)
     }
 
     /// The seals that show seal `to` extends seal `from`; each is checked
@@ -141,7 +149,7 @@ impl Audit {
                 "from must be at least 0 and not above to".to_owned(),
             ));
         }
-        let seals = self.log.seals().await?;
+        let seals = self.log().seals().await?;
         let last = seals.last().map_or(0, |s| s.seal_number);
         if to > last {
             return Err(AuditError::NoSeal(to));
@@ -167,7 +175,7 @@ impl Audit {
                 seal.seal_number,
                 &prev_hash,
                 prev_to,
-                &self.public_key,
+                self.public_key(),
             )? {
                 Ok(body) => prev_to = body.to,
                 Err((check, fault)) => {

@@ -84,7 +84,14 @@ pub struct Trail {
 fn redact(value: &mut Value) -> bool {
     match value {
         Value::Object(map) => redact_map(map),
-        Value::Array(items) => items.iter_mut().fold(false, |any, v| redact(v) || any),
+        Value::Array(items) => {
+            // Every item is redacted: no short circuit.
+            let mut any = false;
+            for item in items {
+                any |= redact(item);
+            }
+            any
+        }
         _ => false,
     }
 }

@@ -112,7 +112,7 @@ impl VerifyReport {
 }
 
 /// Which check failed: a stable code the API, the CLI's JSON and the
-/// export's verification report share (`event-schemas/CHAIN.md` lists them).
+/// export's verification report share (`event-schemas/AUDIT.md` lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Check {

@@ -18,7 +18,7 @@ on_both_backends! {
 }
 
 async fn the_head_is_public_and_each_seal_extends_the_last(kind: Kind) {
-    let world = World::new(kind).await;
+    let world = Box::pin(World::new(kind)).await;
     let app = &world.served.app;
     let head_url = world.url("/api/audit/head");
     app.log.seal_now(&app.seal_key).await.unwrap();
@@ -79,7 +79,7 @@ async fn the_head_is_public_and_each_seal_extends_the_last(kind: Kind) {
 }
 
 async fn entries_filter_page_and_stay_with_their_owner(kind: Kind) {
-    let world = World::new(kind).await;
+    let world = Box::pin(World::new(kind)).await;
     let (alice, alice_token) = (&world.alice.0, &world.alice.1);
     let bob_token = &world.bob.1;
 

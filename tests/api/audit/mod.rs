@@ -146,12 +146,34 @@ impl World {
     }
 }
 
+/// Checks `export` and the golden sample against `audit/trail-export.v1.json`.
+fn conforms_to_export_schema(export: &Value) {
+    let read = |name: &str| -> Value {
+        let path = format!("{}/event-schemas/audit/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let schema = read("trail-export.v1.json");
+    for (what, value) in [
+        ("export", export),
+        ("sample", &read("trail-export.v1.sample.json")),
+    ] {
+        crate::schemas::conforms(
+            value,
+            &schema,
+            what,
+            "#",
+            &mut crate::schemas::Seen::default(),
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}\n{value}"));
+    }
+}
+
 fn events(trail: &Value) -> &Vec<Value> {
     trail["events"].as_array().unwrap()
 }
 
 async fn trails_are_owned_linked_replayed_and_exported(kind: Kind) {
-    let world = World::new(kind).await;
+    let world = Box::pin(World::new(kind)).await;
     let (alice, alice_token) = (&world.alice.0, &world.alice.1);
     let bob_token = &world.bob.1;
     let trail_path = format!("/api/v1/audit-trails/debate:{}", world.debate);
@@ -247,6 +269,7 @@ async fn trails_are_owned_linked_replayed_and_exported(kind: Kind) {
     let output = verifier(&json_bytes, &[]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stdout).starts_with("intact"));
+    conforms_to_export_schema(&serde_json::from_slice(&json_bytes).unwrap());
     let mut forged: Value = serde_json::from_slice(&json_bytes).unwrap();
     let payload = forged["entries"][1]["payload"].as_str().unwrap().to_owned();
     forged["entries"][1]["payload"] = Value::String(format!("{payload} "));
@@ -291,7 +314,7 @@ async fn trails_are_owned_linked_replayed_and_exported(kind: Kind) {
 }
 
 async fn a_tampered_debate_is_named_by_its_trail_and_the_log(kind: Kind) {
-    let world = World::new(kind).await;
+    let world = Box::pin(World::new(kind)).await;
     let app = &world.served.app;
     app.log.seal_now(&app.seal_key).await.unwrap();
     let verify = format!("/api/v1/audit-trails/debate:{}/verify", world.debate);
