@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-const SERVICES: [&str; 12] = [
+const SERVICES: [&str; 13] = [
     "auth", "debates", "ops", "runner", "agents", "mail", "views", "push", "webhooks", "review",
-    "scm", "outside",
+    "scm", "outside", "audit",
 ];
 const ADAPTERS: [&str; 8] = [
     "store",
