@@ -16,7 +16,6 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
@@ -104,8 +103,8 @@ pub struct ConsistencyView {
 /// The proof that seal `to` extends seal `from`.
 #[utoipa::path(get, path = "/api/audit/consistency", tag = "audit", params(ConsistencyQuery),
     responses((status = 200, body = ConsistencyView),
-        (status = 400, description = "from is above to, or a parameter is not a number"),
-        (status = 404, description = "No such seal")))]
+        (status = 400, description = "A parameter is not a number"),
+        (status = 404, description = "No such seal, or from is above to")))]
 async fn consistency(
     State(audit): State<Audit>,
     ApiQuery(query): ApiQuery<ConsistencyQuery>,
@@ -127,23 +126,40 @@ async fn consistency(
 #[serde(deny_unknown_fields)]
 pub struct VerifyBody {
     /// First position to check.
+    #[serde(default, deserialize_with = "crate::http::whole::optional")]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
     pub from_position: Option<i64>,
     /// Last position to check.
+    #[serde(default, deserialize_with = "crate::http::whole::optional")]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
     pub to_position: Option<i64>,
     /// A seal kept earlier (`GET /api/audit/head`'s `seal`) that the log must
     /// still hold exactly.
-    #[schema(value_type = Option<Object>)]
-    pub expect_seal: Option<Value>,
+    pub expect_seal: Option<views::SavedSealInput>,
 }
 
+/// The largest position a request names (2^53 - 1, exact in every JSON client).
+const MAX_POSITION: i64 = 9_007_199_254_740_991;
+
 async fn run_verify(audit: &Audit, body: VerifyBody) -> Result<Json<VerifyView>, ApiError> {
+    let mut numbers = vec![
+        ("from_position", body.from_position),
+        ("to_position", body.to_position),
+    ];
+    if let Some(seal) = &body.expect_seal {
+        numbers.extend(seal.numbers().map(|(field, n)| (field, Some(n))));
+    }
+    for (field, value) in numbers {
+        if value.is_some_and(|v| !(0..=MAX_POSITION).contains(&v)) {
+            return Err(ApiError::field(
+                field,
+                format!("must be between 0 and {MAX_POSITION}"),
+            ));
+        }
+    }
     let range =
         PositionRange::between(body.from_position, body.to_position).unwrap_or(PositionRange::ALL);
-    let saved: Option<SavedSeal> = body
-        .expect_seal
-        .map(serde_json::from_value)
-        .transpose()
-        .map_err(|e| ApiError::field("expect_seal", format!("not a saved seal: {e}")))?;
+    let saved: Option<SavedSeal> = body.expect_seal.map(Into::into);
     let report = audit.verify(range, saved.as_ref()).await?;
     Ok(Json((&report).into()))
 }
@@ -152,7 +168,7 @@ async fn run_verify(audit: &Audit, body: VerifyBody) -> Result<Json<VerifyView>,
 /// `agon verify`, naming the first broken event or seal and its check.
 #[utoipa::path(post, path = "/api/audit/verify", tag = "audit", request_body = VerifyBody,
     responses((status = 200, body = VerifyView),
-        (status = 400, description = "from_position is after to_position"),
+        (status = 400, description = "The body is not JSON"),
         (status = 422, description = "expect_seal is not a saved seal")))]
 async fn verify_log(
     State(audit): State<Audit>,
@@ -165,7 +181,7 @@ async fn verify_log(
 #[utoipa::path(get, path = "/api/audit/verify", tag = "audit",
     params(RangeQuery),
     responses((status = 200, body = VerifyView),
-        (status = 400, description = "from_position is after to_position")))]
+        (status = 400, description = "A parameter is not a number")))]
 async fn verify_log_get(
     State(audit): State<Audit>,
     ApiQuery(range): ApiQuery<RangeQuery>,
@@ -183,7 +199,9 @@ async fn verify_log_get(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct RangeQuery {
+    #[param(minimum = 0, maximum = 9007199254740991_i64)]
     pub from_position: Option<i64>,
+    #[param(minimum = 0, maximum = 9007199254740991_i64)]
     pub to_position: Option<i64>,
 }
 
@@ -214,7 +232,7 @@ pub struct EventsQuery {
     /// Page size, default 50; above SERVICE_AUDIT_PAGE_MAX (default 500) it is reduced to it.
     #[param(minimum = 1)]
     #[schema(minimum = 1)]
-    pub limit: Option<u32>,
+    pub limit: Option<i32>,
 }
 
 impl EventsQuery {
@@ -239,11 +257,16 @@ impl EventsQuery {
     }
 
     fn limit(&self, max: u32) -> Result<u32, ApiError> {
-        match self.limit {
-            Some(0) => Err(ApiError::bad_request("limit must be at least 1")),
-            Some(limit) => Ok(limit.min(max)),
-            None => Ok(50.min(max)),
-        }
+        page_limit(self.limit, 50, max)
+    }
+}
+
+/// A page size: `default` when not given, at least 1, reduced to `max`.
+fn page_limit(limit: Option<i32>, default: u32, max: u32) -> Result<u32, ApiError> {
+    match limit.map(u32::try_from) {
+        None => Ok(default.min(max)),
+        Some(Ok(limit)) if limit >= 1 => Ok(limit.min(max)),
+        Some(_) => Err(ApiError::bad_request("limit must be at least 1")),
     }
 }
 

@@ -39,9 +39,9 @@ pub fn routes() -> Routes {
 pub struct TrailListQuery {
     /// Page size, default 20; above SERVICE_AUDIT_PAGE_MAX (default 500) it is reduced to it.
     #[param(minimum = 1)]
-    pub limit: Option<u32>,
+    pub limit: Option<i32>,
     #[param(minimum = 0)]
-    pub offset: Option<u32>,
+    pub offset: Option<i32>,
 }
 
 /// Trails, most recently changed first.
@@ -61,12 +61,9 @@ async fn list_trails(
     caller: Caller,
     ApiQuery(query): ApiQuery<TrailListQuery>,
 ) -> Result<Json<TrailList>, ApiError> {
-    let limit = match query.limit {
-        Some(0) => return Err(ApiError::bad_request("limit must be at least 1")),
-        Some(limit) => limit.min(audit.settings().page_max),
-        None => 20.min(audit.settings().page_max),
-    };
-    let offset = query.offset.unwrap_or(0);
+    let limit = super::page_limit(query.limit, 20, audit.settings().page_max)?;
+    let offset = u32::try_from(query.offset.unwrap_or(0))
+        .map_err(|_| ApiError::bad_request("offset must not be negative"))?;
     let (trails, total) = audit
         .trails(&Viewer::of(&caller), limit, u64::from(offset))
         .await?;
@@ -83,7 +80,26 @@ async fn list_trails(
 #[into_params(parameter_in = Query)]
 pub struct AsOfQuery {
     /// Replay up to this log position (an integer) or time (RFC 3339).
+    #[param(schema_with = as_of_schema)]
     pub as_of: Option<String>,
+}
+
+/// A log position or an RFC 3339 time.
+fn as_of_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, SchemaFormat, Type};
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))),
+        )
+        .build()
+        .into()
 }
 
 /// A trail, in log order.

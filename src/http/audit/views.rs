@@ -2,7 +2,8 @@
 //! problems, entries and trails. The service's values are mapped here, so
 //! what the API answers is a DTO with a schema, never a store type.
 
-use serde::Serialize;
+use agon_projections::Cursor;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -11,6 +12,7 @@ use crate::audit::entries::{Entry, TrailSummary};
 use crate::audit::trail::TrailEntry;
 use crate::http::error::ApiError;
 use crate::store::expect::SavedSeal;
+use crate::store::seal::SealBody;
 use crate::store::verify::{PositionRange, Problem, VerifyReport};
 
 impl From<AuditError> for ApiError {
@@ -272,6 +274,84 @@ impl From<TrailEntry> for TrailEntryView {
             metadata: e.metadata,
             prev_hash: e.prev_hash,
             hash: e.hash,
+        }
+    }
+}
+
+/// A feed cursor as seals state it.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CursorInput {
+    #[serde(deserialize_with = "crate::http::whole::required")]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    pub txid: i64,
+    #[serde(deserialize_with = "crate::http::whole::required")]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    pub position: i64,
+}
+
+/// A seal body as kept (`event-schemas/seal.v1.json`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SealBodyInput {
+    #[serde(deserialize_with = "crate::http::whole::required")]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    pub seal_number: i64,
+    pub from: CursorInput,
+    pub to: CursorInput,
+    #[serde(deserialize_with = "crate::http::whole::required")]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    pub event_count: i64,
+    pub merkle_root: String,
+    pub prev_seal_hash: String,
+    pub sealed_at: String,
+    pub public_key: String,
+}
+
+/// A seal kept earlier (`GET /api/audit/head`'s `seal`, `agon seal --json`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SavedSealInput {
+    pub body: SealBodyInput,
+    pub seal_hash: String,
+    pub signature: String,
+}
+
+impl SavedSealInput {
+    /// Its whole numbers, by field name, for the range check.
+    pub fn numbers(&self) -> [(&'static str, i64); 6] {
+        let b = &self.body;
+        [
+            ("expect_seal.body.seal_number", b.seal_number),
+            ("expect_seal.body.event_count", b.event_count),
+            ("expect_seal.body.from.txid", b.from.txid),
+            ("expect_seal.body.from.position", b.from.position),
+            ("expect_seal.body.to.txid", b.to.txid),
+            ("expect_seal.body.to.position", b.to.position),
+        ]
+    }
+}
+
+impl From<SavedSealInput> for SavedSeal {
+    fn from(input: SavedSealInput) -> Self {
+        let cursor = |c: CursorInput| Cursor {
+            txid: c.txid,
+            position: c.position,
+        };
+        let b = input.body;
+        SavedSeal {
+            body: SealBody {
+                seal_number: b.seal_number,
+                from: cursor(b.from),
+                to: cursor(b.to),
+                event_count: b.event_count,
+                merkle_root: b.merkle_root,
+                prev_seal_hash: b.prev_seal_hash,
+                sealed_at: b.sealed_at,
+                public_key: b.public_key,
+            },
+            seal_hash: input.seal_hash,
+            signature: input.signature,
         }
     }
 }

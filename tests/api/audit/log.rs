@@ -44,7 +44,7 @@ async fn the_head_is_public_and_each_seal_extends_the_last(kind: Kind) {
     let (_, from_start) = call(Method::GET, &consistency(0, n + 1), None, None).await;
     assert_eq!(from_start["seals"].as_array().unwrap().len() as i64, n + 1);
     let (status, _) = call(Method::GET, &consistency(n + 1, n), None, None).await;
-    assert_eq!(status, 400);
+    assert_eq!(status, 404);
     let (status, _) = call(Method::GET, &consistency(0, n + 5), None, None).await;
     assert_eq!(status, 404);
 
