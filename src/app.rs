@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
+use crate::audit::Audit;
 use crate::auth::{Auth, AuthSetupError};
 use crate::bus::{Bus, BusError, Ephemeral, LocalBus, NatsBus};
 use crate::clock::Clock;
@@ -325,6 +326,12 @@ impl App {
 
 impl From<App> for ApiState {
     fn from(app: App) -> Self {
+        // Built here, not kept in `App`: only the HTTP face uses it.
+        let audit = Audit::new(
+            app.log.clone(),
+            app.seal_key.public_hex(),
+            app.settings.audit,
+        );
         Self {
             settings: app.settings,
             auth: app.auth,
@@ -338,6 +345,7 @@ impl From<App> for ApiState {
             scm: app.scm,
             receipts: app.receipts,
             backups: app.backups,
+            audit,
         }
     }
 }

@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-const SERVICES: [&str; 13] = [
+const SERVICES: [&str; 15] = [
     "auth", "debates", "ops", "runner", "agents", "mail", "views", "push", "webhooks", "review",
-    "scm", "outside", "receipts",
+    "scm", "outside", "receipts", "audit", "backup",
 ];
 const ADAPTERS: [&str; 8] = [
     "store",

@@ -15,6 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod agents;
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod backup;
 pub mod bus;

@@ -44,6 +44,12 @@ enum Command {
         /// A seal saved earlier (`agon seal --json`) that the log must still hold.
         #[arg(long, value_name = "FILE")]
         expect_seal: Option<std::path::PathBuf>,
+        /// Check only the events from this position on (and the seals over them).
+        #[arg(long, value_name = "POSITION")]
+        from_position: Option<i64>,
+        /// Check only the events up to this position (and the seals over them).
+        #[arg(long, value_name = "POSITION")]
+        to_position: Option<i64>,
     },
     /// Seal the events committed since the last seal, now.
     Seal {
@@ -246,11 +252,14 @@ async fn inspect(command: &Command, settings: &Settings) -> Option<ExitCode> {
             json,
             public_key,
             expect_seal,
+            from_position,
+            to_position,
         } => {
             let request = cli::verify::VerifyRequest {
                 json: *json,
                 public_key: public_key.clone(),
                 expect_seal: expect_seal.clone(),
+                range: cli::verify::position_range(*from_position, *to_position),
             };
             match cli::verify::verify(settings, &request).await {
                 Ok(true) => Ok(ExitCode::SUCCESS),

@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod admin_stats;
+pub mod audit;
 pub mod backups;
 pub mod debate_list;
 pub mod debates;
@@ -20,6 +21,7 @@ pub mod webhooks;
 pub use accounts::{Accounts, ApiKeys, Organizations, Sessions};
 pub use admin_stats::AdminStats;
 pub use agon_aggregates::wire::DecodeError;
+pub use audit::AuditLog;
 pub use backups::{BackupCatalog, DrillHistory};
 pub use debates::Debates;
 pub use leaderboard::Leaderboard;

@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::config::Settings;
 use crate::crypto::signing::{KEY_FILE, KeyError, SealKey};
 use crate::store::expect::SavedSeal;
-use crate::store::verify::{SavedSealFound, VerifyReport};
+use crate::store::verify::{PositionRange, VerifyReport};
 use crate::store::{Db, EventLog, StoreError};
 
 /// Why one of these commands could not run (exit 2).
@@ -54,6 +54,8 @@ pub struct VerifyRequest {
     pub public_key: Option<String>,
     /// A saved seal the log must still hold.
     pub expect_seal: Option<PathBuf>,
+    /// Only the events at these positions (and the seals over them).
+    pub range: Option<PositionRange>,
 }
 
 /// Runs `agon verify`, printing the report; `Ok(true)` when intact.
@@ -69,7 +71,8 @@ pub async fn verify(settings: &Settings, request: &VerifyRequest) -> Result<bool
         .map(read_saved_seal)
         .transpose()?;
     let log = open_existing(settings, true).await?;
-    let outcome = check(settings, &log, public_key, saved.as_ref()).await;
+    let range = request.range.unwrap_or(PositionRange::ALL);
+    let outcome = check(settings, &log, public_key, range, saved.as_ref()).await;
     log.db().close().await;
     let report = outcome?;
     print_report(&report, request.json);
@@ -80,25 +83,14 @@ async fn check(
     settings: &Settings,
     log: &EventLog,
     public_key: Option<String>,
+    range: PositionRange,
     saved: Option<&SavedSeal>,
 ) -> Result<VerifyReport, InspectError> {
     let trusted_key = match public_key {
         Some(key) => key,
         None => existing_key(settings)?.public_hex(),
     };
-    let mut report = log.verify(&trusted_key).await?;
-    if let (Some(saved), true) = (saved, report.intact()) {
-        match log.find_saved_seal(saved).await? {
-            Ok(later_seals) => {
-                report.saved_seal = Some(SavedSealFound {
-                    seal_number: saved.body.seal_number,
-                    later_seals,
-                });
-            }
-            Err(problem) => report.problem = Some(problem),
-        }
-    }
-    Ok(report)
+    Ok(log.verify_with(&trusted_key, range, saved).await?)
 }
 
 fn print_report(report: &VerifyReport, json: bool) {
@@ -219,4 +211,9 @@ fn read_saved_seal(path: &Path) -> Result<SavedSeal, InspectError> {
         Ok(Some(fault)) => Err(not_saved(fault.to_owned())),
         Err(e) => Err(not_saved(e.to_string())),
     }
+}
+
+/// The range `--from-position`/`--to-position` name; `None` for the whole log.
+pub fn position_range(from: Option<i64>, to: Option<i64>) -> Option<PositionRange> {
+    PositionRange::between(from, to)
 }

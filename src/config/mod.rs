@@ -4,6 +4,7 @@
 //! variable; secrets live in [`Secret`], whose `Debug` form never prints them.
 
 mod agents;
+mod audit;
 mod auth;
 mod backup;
 mod http;
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use agents::{AgentSettings, ProviderSettings};
+pub use audit::AuditSettings;
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
 pub use backup::BackupSettings;
 pub use http::{
@@ -94,6 +96,8 @@ pub struct Settings {
     pub backup: BackupSettings,
     /// Things worth a warning at start (deprecated names in use).
     pub warnings: Vec<String>,
+    /// `SERVICE_AUDIT_*`: pages and exports of the audit API.
+    pub audit: AuditSettings,
 }
 
 impl Settings {
@@ -224,6 +228,7 @@ impl Settings {
                     .map_or_else(|| PathBuf::from(".nomic"), PathBuf::from),
             )?,
             warnings,
+            audit: AuditSettings::read(&vars)?,
         };
         settings.check_deployment()?;
         Ok(settings)

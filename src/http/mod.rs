@@ -10,6 +10,7 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 pub mod agents;
+pub mod audit;
 pub mod backups;
 pub mod caller;
 pub mod code_review;
@@ -80,6 +81,7 @@ pub fn routes() -> Routes {
         .merge(receipts::routes())
         .merge(backups::routes())
         .merge(dr::routes())
+        .merge(audit::routes())
 }
 
 /// The full API router.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use axum::extract::FromRef;
 
 use crate::agents::Agents;
+use crate::audit::Audit;
 use crate::auth::Auth;
 use crate::config::Settings;
 use crate::debates::Debates;
@@ -59,6 +60,7 @@ pub struct ApiState {
     pub scm: Scm,
     pub receipts: Receipts,
     pub backups: crate::backup::Backups,
+    pub audit: Audit,
 }
 
 macro_rules! substate {
@@ -76,3 +78,4 @@ substate!(webhooks: Webhooks);
 substate!(reviews: Reviews, scm: Scm);
 substate!(receipts: Receipts);
 substate!(backups: crate::backup::Backups);
+substate!(audit: Audit);

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use agon_projections::{
-    Accounts, AdminStats, ApiKeys, Debates, DocumentProjection, EventRecord, Leaderboard,
+    Accounts, AdminStats, ApiKeys, AuditLog, Debates, DocumentProjection, EventRecord, Leaderboard,
     Organizations, Projection, Reviews, Sessions, TableProjection, WebhookSubscriptions,
 };
 
@@ -89,7 +89,7 @@ const fn tables<P: TableProjection>(version: i64) -> Registered {
 /// Every projection the service runs. Raise a version when a fold's rules
 /// change what it stores (version 2 of `admin_stats`: its view became
 /// tables; version 2 of `debates`: it writes the list's tables too).
-pub const REGISTRY: [Registered; 11] = [
+pub const REGISTRY: [Registered; 12] = [
     tables::<AdminStats>(2),
     documents::<Accounts>(1),
     documents::<Sessions>(1),
@@ -101,6 +101,7 @@ pub const REGISTRY: [Registered; 11] = [
     documents::<Reviews>(1),
     documents::<agon_projections::BackupCatalog>(1),
     documents::<agon_projections::DrillHistory>(1),
+    tables::<AuditLog>(1),
 ];
 
 /// The projection named `name`.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chain::hash_from_slice;
 use super::seal::{SealBody, StoredSeal, seal_hash};
-use super::verify::Problem;
+use super::verify::{Check, Problem};
 use super::{EventLog, StoreError};
 use crate::crypto::signing::verify_signature;
 
@@ -65,6 +65,7 @@ impl EventLog {
         let number = saved.body.seal_number;
         let problem = |fault: String| Problem::Seal {
             seal_number: number,
+            check: Check::SavedSeal,
             fault,
         };
         let last = self.last_seal().await?.map_or(0, |seal| seal.seal_number);

@@ -1,23 +1,26 @@
 //! Full verification of the log: every stream's hash chain, then every seal.
-//! Used by `agon verify` and, later, by the audit endpoints.
+//! `agon verify`, `POST /api/audit/verify` and the trail checks all run it,
+//! so the command and the API report the same first problem for the same log.
 //!
 //! It reports the first problem found: the first broken event in position
-//! order, or, when every chain holds, the first seal that does not.
+//! order, or, when every chain holds, the first seal that does not, each
+//! with the [`Check`] that failed (a stable code) and a sentence.
 
-use std::collections::HashMap;
+mod chains;
+mod links;
+mod seals;
+mod stream;
+
+pub use links::ChainLink;
+pub use seals::header_fault;
+
+use std::collections::HashSet;
 use std::fmt;
 
-use agon_projections::Cursor;
-use futures::StreamExt;
 use serde::Serialize;
 
-use super::chain::{GENESIS, Hash};
-use super::db::with_pool;
-use super::feed::FeedHash;
-use super::rows::{EVENT_COLUMNS, StoredEvent};
-use super::seal::{SealBody, StoredSeal, seal_hash};
-use super::{EventLog, StoreError, merkle};
-use crate::crypto::signing::verify_signature;
+use super::expect::SavedSeal;
+use super::{EventLog, StoreError};
 
 /// The outcome of a verification run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,6 +35,9 @@ pub struct VerifyReport {
     /// The seal given by `--expect-seal`, when it was found as saved.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved_seal: Option<SavedSealFound>,
+    /// The positions checked, when not the whole log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<PositionRange>,
 }
 
 /// A saved seal found in the log exactly as saved.
@@ -42,9 +48,122 @@ pub struct SavedSealFound {
     pub later_seals: i64,
 }
 
+/// Positions `from..=to` of the log. Events in it are chain-checked (the
+/// first of each stream against its stored predecessor), and every seal
+/// covering one of them is recomputed; the seals' own chain is always
+/// checked whole, as it is small and a range must not hide a forged head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PositionRange {
+    pub from: i64,
+    pub to: i64,
+}
+
+impl PositionRange {
+    pub const ALL: Self = Self {
+        from: i64::MIN,
+        to: i64::MAX,
+    };
+
+    /// The range between optional ends; `None` when neither is given.
+    pub fn between(from: Option<i64>, to: Option<i64>) -> Option<Self> {
+        (from.is_some() || to.is_some()).then(|| Self {
+            from: from.unwrap_or(i64::MIN),
+            to: to.unwrap_or(i64::MAX),
+        })
+    }
+
+    fn is_all(self) -> bool {
+        self == Self::ALL
+    }
+}
+
+/// Which events a run covers, for which seals to recompute.
+pub(crate) enum Scope<'a> {
+    Range(PositionRange),
+    /// The positions of one stream's events.
+    Positions(&'a HashSet<i64>),
+}
+
+impl Scope<'_> {
+    fn touches(&self, position: i64) -> bool {
+        match self {
+            Scope::Range(range) => range.from <= position && position <= range.to,
+            Scope::Positions(positions) => positions.contains(&position),
+        }
+    }
+}
+
 impl VerifyReport {
+    fn new(range: Option<PositionRange>) -> Self {
+        Self {
+            events_checked: 0,
+            streams_checked: 0,
+            seals_checked: 0,
+            unsealed_events: 0,
+            problem: None,
+            saved_seal: None,
+            range,
+        }
+    }
+
     pub fn intact(&self) -> bool {
         self.problem.is_none()
+    }
+}
+
+/// Which check failed: a stable code the API, the CLI's JSON and the
+/// export's verification report share (`event-schemas/AUDIT.md` lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    /// An event's sequence leaves a gap in its stream.
+    SequenceGap,
+    /// An event's sequence repeats or goes back.
+    SequenceOrder,
+    /// An event's `prev_hash` is not the stored hash of its predecessor.
+    PrevHash,
+    /// An event's hash is not that of its stored contents.
+    EventHash,
+    /// A stored hash or text cannot be read at all.
+    Malformed,
+    /// A seal's body is not a seal, or not in canonical form.
+    SealBody,
+    /// Seal numbers are not 1, 2, 3, … in order.
+    SealNumber,
+    /// A seal's `seal_hash` is not the SHA-256 of its body.
+    SealHash,
+    /// A seal was signed by a key other than the trusted one.
+    SealKey,
+    /// A seal's signature does not verify.
+    SealSignature,
+    /// A seal's `prev_seal_hash` or start cursor does not continue the one before.
+    SealLink,
+    /// The number of events stored in a seal's range differs from its count.
+    SealEventCount,
+    /// The Merkle root of the events stored in a seal's range differs.
+    SealMerkleRoot,
+    /// A saved seal (`--expect-seal`, a published head) is not in the log as saved.
+    SavedSeal,
+}
+
+impl Check {
+    pub fn code(self) -> &'static str {
+        match self {
+            Check::SequenceGap => "sequence_gap",
+            Check::SequenceOrder => "sequence_order",
+            Check::PrevHash => "prev_hash",
+            Check::EventHash => "event_hash",
+            Check::Malformed => "malformed",
+            Check::SealBody => "seal_body",
+            Check::SealNumber => "seal_number",
+            Check::SealHash => "seal_hash",
+            Check::SealKey => "seal_key",
+            Check::SealSignature => "seal_signature",
+            Check::SealLink => "seal_link",
+            Check::SealEventCount => "seal_event_count",
+            Check::SealMerkleRoot => "seal_merkle_root",
+            Check::SavedSeal => "saved_seal",
+        }
     }
 }
 
@@ -57,12 +176,22 @@ pub enum Problem {
         aggregate_id: String,
         sequence: i64,
         position: i64,
+        check: Check,
         fault: String,
     },
     Seal {
         seal_number: i64,
+        check: Check,
         fault: String,
     },
+}
+
+impl Problem {
+    pub fn check(&self) -> Check {
+        match self {
+            Problem::Event { check, .. } | Problem::Seal { check, .. } => *check,
+        }
+    }
 }
 
 impl fmt::Display for Problem {
@@ -73,12 +202,18 @@ impl fmt::Display for Problem {
                 aggregate_id,
                 sequence,
                 position,
+                check,
                 fault,
             } => write!(
                 f,
-                "event {aggregate_type}/{aggregate_id} sequence {sequence} (position {position}): {fault}"
+                "event {aggregate_type}/{aggregate_id} sequence {sequence} (position {position}): {fault} [{}]",
+                check.code()
             ),
-            Problem::Seal { seal_number, fault } => write!(f, "seal {seal_number}: {fault}"),
+            Problem::Seal {
+                seal_number,
+                check,
+                fault,
+            } => write!(f, "seal {seal_number}: {fault} [{}]", check.code()),
         }
     }
 }
@@ -86,195 +221,52 @@ impl fmt::Display for Problem {
 impl EventLog {
     /// Checks every chain, then every seal against `trusted_key` (hex public key).
     pub async fn verify(&self, trusted_key: &str) -> Result<VerifyReport, StoreError> {
-        let mut report = VerifyReport {
-            events_checked: 0,
-            streams_checked: 0,
-            seals_checked: 0,
-            unsealed_events: 0,
-            problem: None,
-            saved_seal: None,
-        };
-        report.problem = self.verify_chains(&mut report).await?;
+        self.verify_range(trusted_key, PositionRange::ALL).await
+    }
+
+    /// Checks the events at positions in `range`, then the seals (see
+    /// [`PositionRange`]) against `trusted_key`.
+    pub async fn verify_range(
+        &self,
+        trusted_key: &str,
+        range: PositionRange,
+    ) -> Result<VerifyReport, StoreError> {
+        let mut report = VerifyReport::new((!range.is_all()).then_some(range));
+        report.problem = self.verify_chains(range, &mut report).await?;
         if report.problem.is_none() {
-            report.problem = self.verify_seals(trusted_key, &mut report).await?;
+            match self
+                .verify_seals(trusted_key, &Scope::Range(range), &mut report)
+                .await?
+            {
+                Ok(sealed_to) => {
+                    report.unsealed_events = self.count_after(sealed_to, range).await?
+                }
+                Err(problem) => report.problem = Some(problem),
+            }
         }
         Ok(report)
     }
 
-    async fn verify_chains(
+    /// [`EventLog::verify_range`], then, when the log holds, whether it still
+    /// holds `saved` exactly: the one check `agon verify` and the audit API run.
+    pub async fn verify_with(
         &self,
-        report: &mut VerifyReport,
-    ) -> Result<Option<Problem>, StoreError> {
-        let sql = format!("SELECT {EVENT_COLUMNS} FROM events ORDER BY position");
-        let mut heads: HashMap<(String, String), (i64, Hash)> = HashMap::new();
-        with_pool!(self.db().reader(), pool => {
-            let mut rows = sqlx::query_as::<_, StoredEvent>(&sql).fetch(pool);
-            while let Some(row) = rows.next().await {
-                let event = row?;
-                report.events_checked += 1;
-                let key = (event.aggregate_type.clone(), event.aggregate_id.clone());
-                let (last_sequence, last_hash) = heads.get(&key).copied().unwrap_or((0, GENESIS));
-                if let Some(fault) = chain_fault(&event, last_sequence, &last_hash) {
-                    return Ok(Some(Problem::Event {
-                        aggregate_type: event.aggregate_type,
-                        aggregate_id: event.aggregate_id,
-                        sequence: event.sequence,
-                        position: event.position,
-                        fault,
-                    }));
+        trusted_key: &str,
+        range: PositionRange,
+        saved: Option<&SavedSeal>,
+    ) -> Result<VerifyReport, StoreError> {
+        let mut report = self.verify_range(trusted_key, range).await?;
+        if let (Some(saved), true) = (saved, report.intact()) {
+            match self.find_saved_seal(saved).await? {
+                Ok(later_seals) => {
+                    report.saved_seal = Some(SavedSealFound {
+                        seal_number: saved.body.seal_number,
+                        later_seals,
+                    });
                 }
-                let hash = event.stored_hash()?;
-                heads.insert(key, (event.sequence, hash));
+                Err(problem) => report.problem = Some(problem),
             }
-        });
-        report.streams_checked = heads.len() as u64;
-        Ok(None)
-    }
-
-    async fn verify_seals(
-        &self,
-        trusted_key: &str,
-        report: &mut VerifyReport,
-    ) -> Result<Option<Problem>, StoreError> {
-        let mut prev_hash = hex::encode(GENESIS);
-        let mut prev_to = Cursor::START;
-        let mut sealed = 0u64;
-        for (index, seal) in self.seals().await?.into_iter().enumerate() {
-            report.seals_checked += 1;
-            let expected_number = i64::try_from(index).unwrap_or(i64::MAX) + 1;
-            let fault = match self
-                .seal_fault(&seal, expected_number, &prev_hash, prev_to, trusted_key)
-                .await?
-            {
-                Ok(body) => {
-                    sealed += u64::try_from(body.event_count).unwrap_or_default();
-                    prev_hash = hex::encode(&seal.seal_hash);
-                    prev_to = body.to;
-                    continue;
-                }
-                Err(fault) => fault,
-            };
-            return Ok(Some(Problem::Seal {
-                seal_number: seal.seal_number,
-                fault,
-            }));
         }
-        report.unsealed_events = report.events_checked.saturating_sub(sealed);
-        Ok(None)
-    }
-
-    /// The seal's body when it holds, else what is wrong with it.
-    async fn seal_fault(
-        &self,
-        seal: &StoredSeal,
-        expected_number: i64,
-        prev_hash: &str,
-        prev_to: Cursor,
-        trusted_key: &str,
-    ) -> Result<Result<SealBody, String>, StoreError> {
-        let Ok(body) = serde_json::from_str::<SealBody>(&seal.body) else {
-            return Ok(Err("body is not a valid seal".to_owned()));
-        };
-        let canonical = body.canonical_bytes()?;
-        let checks = [
-            (
-                seal.seal_number == expected_number && body.seal_number == expected_number,
-                format!("expected seal number {expected_number}"),
-            ),
-            (
-                canonical == seal.body.as_bytes(),
-                "body is not in canonical form".to_owned(),
-            ),
-            (
-                seal_hash(&canonical)[..] == seal.seal_hash[..],
-                "seal_hash does not match its body".to_owned(),
-            ),
-            (
-                body.public_key == trusted_key,
-                format!(
-                    "signed by key {} which is not the trusted key {trusted_key}",
-                    body.public_key
-                ),
-            ),
-            (
-                verify_signature(
-                    &hex::decode(&body.public_key).unwrap_or_default(),
-                    &canonical,
-                    &seal.signature,
-                ),
-                "signature is invalid".to_owned(),
-            ),
-            (
-                body.prev_seal_hash == prev_hash,
-                "prev_seal_hash does not link to the previous seal".to_owned(),
-            ),
-            (
-                body.from == prev_to,
-                "does not start where the previous seal ended".to_owned(),
-            ),
-            (
-                seal.to_txid == body.to.txid && seal.to_position == body.to.position,
-                "stored end cursor differs from its body".to_owned(),
-            ),
-        ];
-        if let Some((_, fault)) = checks.into_iter().find(|(ok, _)| !ok) {
-            return Ok(Err(fault));
-        }
-        let leaves = self.hashes_between(body.from, body.to).await?;
-        let count = i64::try_from(leaves.len()).unwrap_or(i64::MAX);
-        if count != body.event_count {
-            return Ok(Err(format!(
-                "covers {} events but {count} are stored between positions {} and {}",
-                body.event_count, body.from.position, body.to.position
-            )));
-        }
-        if hex::encode(merkle::root(&leaves)) != body.merkle_root {
-            return Ok(Err(format!(
-                "Merkle root differs from the events stored between positions {} and {}",
-                body.from.position, body.to.position
-            )));
-        }
-        Ok(Ok(body))
-    }
-
-    /// Stored hashes of the events in `(from, to]`, in feed order.
-    async fn hashes_between(&self, from: Cursor, to: Cursor) -> Result<Vec<Hash>, StoreError> {
-        let rows: Vec<FeedHash> = with_pool!(self.db().reader(), pool => {
-            sqlx::query_as(
-                "SELECT txid, position, hash FROM events \
-                 WHERE (txid, position) > ($1, $2) AND (txid, position) <= ($3, $4) \
-                 ORDER BY txid, position",
-            )
-            .bind(from.txid)
-            .bind(from.position)
-            .bind(to.txid)
-            .bind(to.position)
-            .fetch_all(pool)
-            .await?
-        });
-        rows.iter().map(FeedHash::stored_hash).collect()
-    }
-}
-
-/// What is wrong with `event` given its stream's previous sequence and hash.
-fn chain_fault(event: &StoredEvent, last_sequence: i64, last_hash: &Hash) -> Option<String> {
-    let expected = last_sequence + 1;
-    if event.sequence != expected {
-        return Some(if event.sequence > expected {
-            format!("sequence {expected} is missing before it")
-        } else {
-            format!("sequence out of order: expected {expected}")
-        });
-    }
-    let Ok(prev_hash) = event.stored_prev_hash() else {
-        return Some("prev_hash is not 32 bytes".to_owned());
-    };
-    if &prev_hash != last_hash {
-        return Some("prev_hash does not match the hash of the previous event".to_owned());
-    }
-    match (event.recompute_hash(&prev_hash), event.stored_hash()) {
-        (Ok(computed), Ok(stored)) if computed == stored => None,
-        (Ok(_), Ok(_)) => Some("hash does not match the event's contents".to_owned()),
-        (Err(e), _) | (_, Err(e)) => Some(e.to_string()),
+        Ok(report)
     }
 }

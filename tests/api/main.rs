@@ -8,6 +8,7 @@
 mod support;
 
 mod accounts;
+mod audit;
 mod auth;
 mod authz;
 mod backups;

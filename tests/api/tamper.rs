@@ -68,7 +68,9 @@ fn event_problem(problem: &Problem) -> (&str, i64, &str) {
 
 fn seal_problem(problem: &Problem) -> (i64, &str) {
     match problem {
-        Problem::Seal { seal_number, fault } => (*seal_number, fault.as_str()),
+        Problem::Seal {
+            seal_number, fault, ..
+        } => (*seal_number, fault.as_str()),
         Problem::Event { .. } => panic!("expected a seal problem, got {problem}"),
     }
 }
@@ -205,7 +207,7 @@ async fn a_foreign_key_is_not_trusted(kind: Kind) {
     assert!(fault.contains("not the trusted key"), "{fault}");
 }
 
-fn blob_literal(kind: Kind, bytes: &[u8]) -> String {
+pub fn blob_literal(kind: Kind, bytes: &[u8]) -> String {
     match kind {
         Kind::Sqlite => format!("X'{}'", hex::encode(bytes)),
         Kind::Postgres => format!("'\\x{}'::bytea", hex::encode(bytes)),

@@ -76,7 +76,7 @@ fn decode(stored: Stored<'_>, payload: Value) -> Result<(String, String), Decode
 
 /// Folders of payloads that leave the service (webhook bodies, WebSocket
 /// frames): versioned DTOs, not stored events; their own tests check them.
-const PUBLIC_PAYLOADS: [&str; 3] = ["webhooks/", "ws/", "receipts/"];
+const PUBLIC_PAYLOADS: [&str; 4] = ["webhooks/", "ws/", "receipts/", "audit/"];
 
 fn is_public_payload(path: &str) -> bool {
     PUBLIC_PAYLOADS.iter().any(|dir| path.starts_with(dir))

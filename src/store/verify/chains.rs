@@ -1,0 +1,174 @@
+//! The chain half of verification: every event of the range in position
+//! order, each against its stream's previous event.
+
+use std::collections::HashMap;
+
+use futures::StreamExt;
+
+use super::{Check, PositionRange, Problem, VerifyReport};
+use crate::store::chain::{GENESIS, Hash, hash_from_slice};
+use crate::store::db::with_pool;
+use crate::store::rows::{EVENT_COLUMNS, StoredEvent};
+use crate::store::{EventLog, StoreError};
+
+/// The first event of a stream met in a range that starts after the stream
+/// did: its link to the event before the range is checked after the scan
+/// (a second query cannot run while the scan holds its connection).
+struct Pending {
+    aggregate_type: String,
+    aggregate_id: String,
+    sequence: i64,
+    position: i64,
+    prev_hash: Hash,
+}
+
+impl EventLog {
+    pub(super) async fn verify_chains(
+        &self,
+        range: PositionRange,
+        report: &mut VerifyReport,
+    ) -> Result<Option<Problem>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE position >= $1 AND position <= $2 ORDER BY position"
+        );
+        let whole = range.is_all();
+        let mut heads: HashMap<(String, String), (i64, Hash)> = HashMap::new();
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut found: Option<Problem> = None;
+        with_pool!(self.db().reader(), pool => {
+            let mut rows = sqlx::query_as::<_, StoredEvent>(&sql)
+                .bind(range.from)
+                .bind(range.to)
+                .fetch(pool);
+            while let Some(row) = rows.next().await {
+                let event = row?;
+                report.events_checked += 1;
+                let key = (event.aggregate_type.clone(), event.aggregate_id.clone());
+                let head = match heads.get(&key) {
+                    Some(head) => *head,
+                    None if whole || event.sequence == 1 => (0, GENESIS),
+                    None => {
+                        // Checked below against the stored predecessor.
+                        let Some(prev_hash) = hash_from_slice(&event.prev_hash) else {
+                            found = Some(event_problem(&event, Check::Malformed, "prev_hash is not 32 bytes".to_owned()));
+                            break;
+                        };
+                        pending.push(Pending {
+                            aggregate_type: event.aggregate_type.clone(),
+                            aggregate_id: event.aggregate_id.clone(),
+                            sequence: event.sequence,
+                            position: event.position,
+                            prev_hash,
+                        });
+                        (event.sequence - 1, prev_hash)
+                    }
+                };
+                if let Some((check, fault)) = chain_fault(&event, head.0, &head.1) {
+                    found = Some(event_problem(&event, check, fault));
+                    break;
+                }
+                heads.insert(key, (event.sequence, event.stored_hash()?));
+            }
+        });
+        report.streams_checked = heads.len() as u64;
+        // A broken link into the range comes before any later fault.
+        let before = found.as_ref().map_or(i64::MAX, position_of);
+        for link in pending.iter().filter(|p| p.position < before) {
+            if let Some(problem) = self.predecessor_fault(link).await? {
+                return Ok(Some(problem));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Whether the event before `link` in its stream is stored with the hash
+    /// `link` names.
+    async fn predecessor_fault(&self, link: &Pending) -> Result<Option<Problem>, StoreError> {
+        let stored: Option<Vec<u8>> = with_pool!(self.db().reader(), pool => {
+            sqlx::query_scalar(
+                "SELECT hash FROM events WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence = $3",
+            )
+            .bind(&link.aggregate_type)
+            .bind(&link.aggregate_id)
+            .bind(link.sequence - 1)
+            .fetch_optional(pool)
+            .await?
+        });
+        let fault = match stored.as_deref().map(hash_from_slice) {
+            None => (
+                Check::SequenceGap,
+                format!("sequence {} is missing before it", link.sequence - 1),
+            ),
+            Some(Some(hash)) if hash == link.prev_hash => return Ok(None),
+            Some(_) => (
+                Check::PrevHash,
+                "prev_hash does not match the hash of the previous event".to_owned(),
+            ),
+        };
+        Ok(Some(Problem::Event {
+            aggregate_type: link.aggregate_type.clone(),
+            aggregate_id: link.aggregate_id.clone(),
+            sequence: link.sequence,
+            position: link.position,
+            check: fault.0,
+            fault: fault.1,
+        }))
+    }
+}
+
+fn position_of(problem: &Problem) -> i64 {
+    match problem {
+        Problem::Event { position, .. } => *position,
+        Problem::Seal { .. } => i64::MAX,
+    }
+}
+
+fn event_problem(event: &StoredEvent, check: Check, fault: String) -> Problem {
+    Problem::Event {
+        aggregate_type: event.aggregate_type.clone(),
+        aggregate_id: event.aggregate_id.clone(),
+        sequence: event.sequence,
+        position: event.position,
+        check,
+        fault,
+    }
+}
+
+/// What is wrong with `event` given its stream's previous sequence and hash.
+pub(super) fn chain_fault(
+    event: &StoredEvent,
+    last_sequence: i64,
+    last_hash: &Hash,
+) -> Option<(Check, String)> {
+    let expected = last_sequence + 1;
+    if event.sequence != expected {
+        return Some(if event.sequence > expected {
+            (
+                Check::SequenceGap,
+                format!("sequence {expected} is missing before it"),
+            )
+        } else {
+            (
+                Check::SequenceOrder,
+                format!("sequence out of order: expected {expected}"),
+            )
+        });
+    }
+    let Ok(prev_hash) = event.stored_prev_hash() else {
+        return Some((Check::Malformed, "prev_hash is not 32 bytes".to_owned()));
+    };
+    if &prev_hash != last_hash {
+        return Some((
+            Check::PrevHash,
+            "prev_hash does not match the hash of the previous event".to_owned(),
+        ));
+    }
+    match (event.recompute_hash(&prev_hash), event.stored_hash()) {
+        (Ok(computed), Ok(stored)) if computed == stored => None,
+        (Ok(_), Ok(_)) => Some((
+            Check::EventHash,
+            "hash does not match the event's contents".to_owned(),
+        )),
+        (Err(e), _) | (_, Err(e)) => Some((Check::Malformed, e.to_string())),
+    }
+}
