@@ -101,9 +101,9 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        measure("sqlite", None, total).await;
+        Box::pin(measure("sqlite", None, total)).await;
         if let Ok(url) = std::env::var("AGON_BENCH_DATABASE_URL") {
-            measure("postgres", Some(url), total).await;
+            Box::pin(measure("postgres", Some(url), total)).await;
         }
     });
 }
