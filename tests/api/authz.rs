@@ -149,6 +149,11 @@ async fn only_the_spec_public_routes_are_open() {
         "/api/redoc/redoc.standalone.js",
         // §4.3: WebSocket health is public.
         "/api/health/ws",
+        // The newest seal, so that outsiders can keep copies of the head
+        // (issue 25; event-schemas/AUDIT.md), and the proof that a later
+        // seal extends the one they kept.
+        "/api/audit/head",
+        "/api/audit/consistency",
         // The upgrade authenticates itself: the credential may ride in the
         // query (`token`, `ticket`) or the subprotocol header (tests/api/ws.rs).
         "/ws",

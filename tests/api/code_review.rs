@@ -29,7 +29,12 @@ async fn snippets_and_diffs_are_reviewed_for_their_owner(kind: Kind) {
     )
     .await;
     assert_eq!(status, 202, "{started}");
-    assert_eq!(started["status"], "in_progress");
+    // The review is settled as its debate ends, which the demo agents may
+    // reach before the answer is read back.
+    assert!(
+        ["in_progress", "completed"].contains(&started["status"].as_str().unwrap()),
+        "{started}"
+    );
     let snippet_id = started["review_id"].as_str().unwrap().to_owned();
     let snippet = finished(
         base,

@@ -43,7 +43,7 @@ pub fn routes() -> Routes {
         .add(routes!(consistency), RouteSpec::new().public())
         .add(routes!(verify_log, verify_log_get), admin())
         .add(routes!(events), RouteSpec::new())
-        .add(routes!(stats), RouteSpec::new())
+        .add(routes!(audit_stats), RouteSpec::new())
         .add(routes!(export), RouteSpec::new().action(Action::Export))
         .merge(trails::routes())
 }
@@ -322,7 +322,10 @@ pub struct StatsView {
 /// Counts of the audit entries, and the newest seal.
 #[utoipa::path(get, path = "/api/audit/stats", tag = "audit",
     responses((status = 200, body = StatsView)))]
-async fn stats(State(audit): State<Audit>, caller: Caller) -> Result<Json<StatsView>, ApiError> {
+async fn audit_stats(
+    State(audit): State<Audit>,
+    caller: Caller,
+) -> Result<Json<StatsView>, ApiError> {
     let stats = audit.entry_stats(&Viewer::of(&caller)).await?;
     let counts = |rows: Vec<(String, i64)>| {
         rows.into_iter()
