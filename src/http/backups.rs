@@ -143,7 +143,7 @@ pub struct ListQuery {
     pub backup_type: Option<KindName>,
     /// Only backups in this state.
     #[param(inline)]
-    pub status: Option<StatusName>,
+    pub status: Option<BackupStatusName>,
 }
 
 /// The backup types this service makes.
@@ -165,7 +165,7 @@ impl KindName {
 
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum StatusName {
+pub enum BackupStatusName {
     Completed,
     Deleted,
 }
@@ -194,8 +194,8 @@ async fn list_backups(
     let offset = u32::try_from(query.offset.unwrap_or(0))
         .map_err(|_| ApiError::bad_request("offset must not be negative"))?;
     let status = query.status.map(|s| match s {
-        StatusName::Completed => "completed",
-        StatusName::Deleted => "deleted",
+        BackupStatusName::Completed => "completed",
+        BackupStatusName::Deleted => "deleted",
     });
     let page = backups
         .list(

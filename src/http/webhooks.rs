@@ -232,7 +232,7 @@ async fn webhook_event_names(_configurer: Configurer) -> Json<EventNames> {
     })
 }
 
-#[utoipa::path(get, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "The subscription's id (a UUID)", pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")),
     responses((status = 200, body = WebhookView), (status = 404, description = "No such webhook of the caller's")))]
 async fn read_webhook(
     State(webhooks): State<Webhooks>,
@@ -252,7 +252,7 @@ pub struct UpdateWebhook {
 }
 
 /// Changes the fields given.
-#[utoipa::path(patch, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path)),
+#[utoipa::path(patch, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "The subscription's id (a UUID)", pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")),
     request_body = UpdateWebhook,
     responses((status = 200, body = WebhookView), (status = 404, description = "No such webhook of the caller's")))]
 async fn update_webhook(
@@ -279,7 +279,7 @@ pub struct Deleted {
 }
 
 /// Deletes the subscription; its deliveries are forgotten.
-#[utoipa::path(delete, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/api/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "The subscription's id (a UUID)", pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")),
     responses((status = 200, body = Deleted), (status = 404, description = "No such webhook of the caller's")))]
 async fn delete_webhook(
     State(webhooks): State<Webhooks>,
@@ -292,7 +292,7 @@ async fn delete_webhook(
 
 /// A new signing secret, shown once; the old one stops signing at once.
 #[utoipa::path(post, path = "/api/webhooks/{id}/rotate-secret", tag = "webhooks",
-    params(("id" = String, Path)),
+    params(("id" = String, Path, description = "The subscription's id (a UUID)", pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")),
     responses((status = 200, body = WebhookWithSecret), (status = 404, description = "No such webhook of the caller's")))]
 async fn rotate_webhook_secret(
     State(webhooks): State<Webhooks>,
@@ -349,7 +349,7 @@ impl From<DeliveryRow> for DeliveryView {
 }
 
 /// Sends a signed `webhook.ping` now; answers how it went.
-#[utoipa::path(post, path = "/api/webhooks/{id}/test", tag = "webhooks", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/webhooks/{id}/test", tag = "webhooks", params(("id" = String, Path, description = "The subscription's id (a UUID)", pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")),
     responses((status = 200, body = DeliveryView), (status = 404, description = "No such webhook of the caller's")))]
 async fn test_webhook(
     State(webhooks): State<Webhooks>,
@@ -377,7 +377,7 @@ pub struct DeliveryList {
 
 /// The subscription's deliveries, newest first.
 #[utoipa::path(get, path = "/api/webhooks/{id}/deliveries", tag = "webhooks",
-    params(("id" = String, Path), PageQuery),
+    params(("id" = String, Path, description = "The subscription's id (a UUID)", pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"), PageQuery),
     responses((status = 200, body = DeliveryList), (status = 404, description = "No such webhook of the caller's")))]
 async fn list_webhook_deliveries(
     State(webhooks): State<Webhooks>,
@@ -400,7 +400,7 @@ async fn list_webhook_deliveries(
 
 /// Queues the delivery again (same `webhook-id`); it goes out in its turn.
 #[utoipa::path(post, path = "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks",
-    params(("id" = String, Path), ("delivery_id" = String, Path)),
+    params(("id" = String, Path, description = "The subscription's id (a UUID)", pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"), ("delivery_id" = String, Path)),
     responses((status = 202, body = DeliveryView), (status = 404, description = "No such webhook or delivery")))]
 async fn redeliver_webhook(
     State(webhooks): State<Webhooks>,

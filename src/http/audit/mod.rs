@@ -30,7 +30,7 @@ use crate::auth::Caller;
 use crate::auth::rbac::Permission;
 use crate::store::expect::SavedSeal;
 use crate::store::verify::PositionRange;
-use views::{EntryView, ProblemView, SealView, VerifyView};
+use views::{AuditVerifyView, EntryView, ProblemView, SealView};
 
 pub fn routes() -> Routes {
     let admin = || {
@@ -141,7 +141,7 @@ pub struct VerifyBody {
 /// The largest position a request names (2^53 - 1, exact in every JSON client).
 const MAX_POSITION: i64 = 9_007_199_254_740_991;
 
-async fn run_verify(audit: &Audit, body: VerifyBody) -> Result<Json<VerifyView>, ApiError> {
+async fn run_verify(audit: &Audit, body: VerifyBody) -> Result<Json<AuditVerifyView>, ApiError> {
     let mut numbers = vec![
         ("from_position", body.from_position),
         ("to_position", body.to_position),
@@ -167,25 +167,25 @@ async fn run_verify(audit: &Audit, body: VerifyBody) -> Result<Json<VerifyView>,
 /// Verifies the log's chains and seals (or a range): the same check as
 /// `agon verify`, naming the first broken event or seal and its check.
 #[utoipa::path(post, path = "/api/audit/verify", tag = "audit", request_body = VerifyBody,
-    responses((status = 200, body = VerifyView),
+    responses((status = 200, body = AuditVerifyView),
         (status = 400, description = "The body is not JSON"),
         (status = 422, description = "expect_seal is not a saved seal")))]
 async fn verify_log(
     State(audit): State<Audit>,
     ApiJson(body): ApiJson<VerifyBody>,
-) -> Result<Json<VerifyView>, ApiError> {
+) -> Result<Json<AuditVerifyView>, ApiError> {
     run_verify(&audit, body).await
 }
 
 /// The same verification, for clients that read it with GET.
 #[utoipa::path(get, path = "/api/audit/verify", tag = "audit",
     params(RangeQuery),
-    responses((status = 200, body = VerifyView),
+    responses((status = 200, body = AuditVerifyView),
         (status = 400, description = "A parameter is not a number")))]
 async fn verify_log_get(
     State(audit): State<Audit>,
     ApiQuery(range): ApiQuery<RangeQuery>,
-) -> Result<Json<VerifyView>, ApiError> {
+) -> Result<Json<AuditVerifyView>, ApiError> {
     let body = VerifyBody {
         from_position: range.from_position,
         to_position: range.to_position,
@@ -308,7 +308,7 @@ pub struct Count {
 
 /// What the audit log holds (of the caller's subjects, unless an admin).
 #[derive(Debug, Serialize, ToSchema)]
-pub struct StatsView {
+pub struct AuditStatsView {
     pub total_events: i64,
     pub trails: i64,
     pub by_event_type: Vec<Count>,
@@ -321,11 +321,11 @@ pub struct StatsView {
 
 /// Counts of the audit entries, and the newest seal.
 #[utoipa::path(get, path = "/api/audit/stats", tag = "audit",
-    responses((status = 200, body = StatsView)))]
+    responses((status = 200, body = AuditStatsView)))]
 async fn audit_stats(
     State(audit): State<Audit>,
     caller: Caller,
-) -> Result<Json<StatsView>, ApiError> {
+) -> Result<Json<AuditStatsView>, ApiError> {
     let stats = audit.entry_stats(&Viewer::of(&caller)).await?;
     let counts = |rows: Vec<(String, i64)>| {
         rows.into_iter()
@@ -333,7 +333,7 @@ async fn audit_stats(
             .collect()
     };
     let last_seal_number = audit.head().await?.map_or(0, |s| s.body.seal_number);
-    Ok(Json(StatsView {
+    Ok(Json(AuditStatsView {
         total_events: stats.total_entries,
         trails: stats.trails,
         by_event_type: counts(stats.by_event_type),
@@ -347,7 +347,7 @@ async fn audit_stats(
 /// An export's format.
 #[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum ExportFormat {
+pub enum AuditExportFormat {
     #[default]
     Json,
     Csv,
@@ -361,7 +361,7 @@ pub enum ExportFormat {
 pub struct ExportBody {
     /// json (default), csv or soc2.
     #[schema(inline)]
-    pub format: Option<ExportFormat>,
+    pub format: Option<AuditExportFormat>,
     /// The filters of `GET /api/audit/events`.
     pub actor: Option<String>,
     pub subject: Option<String>,
@@ -399,9 +399,9 @@ async fn export(
         limit: None,
     };
     let format = match f.format.unwrap_or_default() {
-        ExportFormat::Json => Format::Json,
-        ExportFormat::Csv => Format::Csv,
-        ExportFormat::Soc2 => Format::Soc2,
+        AuditExportFormat::Json => Format::Json,
+        AuditExportFormat::Csv => Format::Csv,
+        AuditExportFormat::Soc2 => Format::Soc2,
     };
     let max = audit.settings().export_max_events;
     let exported = audit

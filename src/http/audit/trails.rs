@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
 use super::file;
-use super::views::{TrailEntryView, TrailSummaryView, VerifyView};
+use super::views::{AuditVerifyView, TrailEntryView, TrailSummaryView};
 use crate::audit::export::Format;
 use crate::audit::trail::AsOf;
 use crate::audit::{Audit, Viewer};
@@ -191,13 +191,13 @@ async fn export_trail(
 /// Re-checks the trail's chain and every seal over its events.
 #[utoipa::path(post, path = "/api/audit-trails/{trail_id}/verify", tag = "audit",
     params(("trail_id" = String, Path)),
-    responses((status = 200, body = VerifyView),
+    responses((status = 200, body = AuditVerifyView),
         (status = 404, description = "No such trail, or not the caller's")))]
 async fn verify_trail(
     State(audit): State<Audit>,
     caller: Caller,
     ApiPath(trail_id): ApiPath<String>,
-) -> Result<Json<VerifyView>, ApiError> {
+) -> Result<Json<AuditVerifyView>, ApiError> {
     let report = audit.verify_trail(&Viewer::of(&caller), &trail_id).await?;
     Ok(Json((&report).into()))
 }

@@ -135,7 +135,7 @@ impl From<PositionRange> for RangeView {
 
 /// A verification's outcome: what was checked and the first problem.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct VerifyView {
+pub struct AuditVerifyView {
     /// True when every check held.
     pub valid: bool,
     pub events_checked: u64,
@@ -152,7 +152,7 @@ pub struct VerifyView {
     pub range: Option<RangeView>,
 }
 
-impl From<&VerifyReport> for VerifyView {
+impl From<&VerifyReport> for AuditVerifyView {
     fn from(report: &VerifyReport) -> Self {
         Self {
             valid: report.intact(),

@@ -23,7 +23,7 @@ pub fn routes() -> Routes {
 
 /// The outcome of a verification.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct VerifyView {
+pub struct BackupVerifyView {
     pub backup_id: String,
     pub valid: bool,
     pub checksums_ok: bool,
@@ -34,7 +34,7 @@ pub struct VerifyView {
     pub problems: Vec<String>,
 }
 
-impl From<VerifyOutcome> for VerifyView {
+impl From<VerifyOutcome> for BackupVerifyView {
     fn from(v: VerifyOutcome) -> Self {
         Self {
             backup_id: v.backup_id,
@@ -54,11 +54,11 @@ impl From<VerifyOutcome> for VerifyView {
 /// counts there.
 #[utoipa::path(post, path = "/api/backups/{backup_id}/verify", tag = "backups",
     params(("backup_id" = String, Path)),
-    responses((status = 200, body = VerifyView), (status = 404, description = "No such kept backup")))]
+    responses((status = 200, body = BackupVerifyView), (status = 404, description = "No such kept backup")))]
 async fn verify_backup(
     State(backups): State<Backups>,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<VerifyView>, ApiError> {
+) -> Result<Json<BackupVerifyView>, ApiError> {
     Ok(Json(backups.verify(&id).await?.into()))
 }
 
@@ -88,7 +88,7 @@ impl From<ProjectionMatch> for ProjectionMatchView {
 pub struct ComprehensiveView {
     pub backup_id: String,
     pub valid: bool,
-    pub verification: VerifyView,
+    pub verification: BackupVerifyView,
     pub replayed_events: u64,
     pub identical: bool,
     pub projections: Vec<ProjectionMatchView>,
