@@ -20,6 +20,7 @@ use super::code_review::ReviewView;
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::routes::{RouteSpec, Routes};
+use super::state::ApiState;
 use crate::auth::Caller;
 use crate::review::Reviews;
 use crate::scm::{
@@ -35,6 +36,31 @@ pub fn routes() -> Routes {
         .add(routes!(submit_pr_review), RouteSpec::new())
         .add(routes!(receive_scm_webhook), RouteSpec::new().public())
         .add(routes!(scm_webhook_status), RouteSpec::new())
+}
+
+/// The receiver's paths, where `GET`, `PATCH` and `DELETE` would be the
+/// outgoing webhooks' `{id}` routes with the id `scm`.
+const RECEIVER_PATHS: [&str; 2] = ["/api/v1/webhooks/scm", "/api/v2/webhooks/scm"];
+
+/// Answers the other methods on the receiver's path as the `{id}` routes
+/// answer an id that no subscription has (subscription ids are UUIDs),
+/// rather than 405: a client walking `/webhooks/{id}` meets no surprise.
+pub fn beside_receiver(router: axum::Router<ApiState>) -> axum::Router<ApiState> {
+    RECEIVER_PATHS.into_iter().fold(router, |router, path| {
+        router.route(
+            path,
+            axum::routing::get(no_such_subscription)
+                .patch(no_such_subscription)
+                .delete(no_such_subscription),
+        )
+    })
+}
+
+async fn no_such_subscription(_caller: Caller) -> ApiError {
+    ApiError::NotFound {
+        resource_type: "webhook",
+        resource_id: None,
+    }
 }
 
 impl From<ScmError> for ApiError {

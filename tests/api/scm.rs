@@ -374,7 +374,7 @@ async fn without_secret_or_token_deliveries_are_refused_and_answers_say_demo() {
         None,
     )
     .await;
-    assert_eq!(status, 405);
+    assert_eq!(status, 404, "as for any id no subscription has");
     let (_, user, _) = signed_in(base, "hooks@example.com").await;
     let (status, body) = call(
         Method::GET,
