@@ -108,7 +108,7 @@ pub fn with_platform(state: impl Into<ApiState>, routes: Routes) -> Router {
         routes: table.clone(),
     };
     let http = &app.settings.http;
-    scm::beside_receiver(router)
+    router
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn(access::guard))
         .layer(from_fn_with_state(

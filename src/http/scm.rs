@@ -20,7 +20,6 @@ use super::code_review::ReviewView;
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::routes::{RouteSpec, Routes};
-use super::state::ApiState;
 use crate::auth::Caller;
 use crate::review::Reviews;
 use crate::scm::{
@@ -35,32 +34,52 @@ pub fn routes() -> Routes {
         .add(routes!(list_pr_reviews), RouteSpec::new())
         .add(routes!(submit_pr_review), RouteSpec::new())
         .add(routes!(receive_scm_webhook), RouteSpec::new().public())
+        .add(routes!(scm_is_not_a_subscription), RouteSpec::new())
+        .add(
+            routes!(scm_is_not_a_subscription_to_update),
+            RouteSpec::new(),
+        )
+        .add(
+            routes!(scm_is_not_a_subscription_to_delete),
+            RouteSpec::new(),
+        )
         .add(routes!(scm_webhook_status), RouteSpec::new())
 }
 
-/// The receiver's paths, where `GET`, `PATCH` and `DELETE` would be the
-/// outgoing webhooks' `{id}` routes with the id `scm`.
-const RECEIVER_PATHS: [&str; 2] = ["/api/v1/webhooks/scm", "/api/v2/webhooks/scm"];
-
-/// Answers the other methods on the receiver's path as the `{id}` routes
-/// answer an id that no subscription has (subscription ids are UUIDs),
-/// rather than 405: a client walking `/webhooks/{id}` meets no surprise.
-pub fn beside_receiver(router: axum::Router<ApiState>) -> axum::Router<ApiState> {
-    RECEIVER_PATHS.into_iter().fold(router, |router, path| {
-        router.route(
-            path,
-            axum::routing::get(no_such_subscription)
-                .patch(no_such_subscription)
-                .delete(no_such_subscription),
-        )
-    })
-}
-
+/// `GET`, `PATCH` and `DELETE` on the receiver's path would be the
+/// outgoing webhooks' `{id}` routes with the id `scm`: they answer as those
+/// routes answer an id that no subscription has (subscription ids are
+/// UUIDs), documented here so that the path's methods are all declared.
 async fn no_such_subscription(_caller: Caller) -> ApiError {
     ApiError::NotFound {
         resource_type: "webhook",
         resource_id: None,
     }
+}
+
+/// Not a subscription: `scm` is the source-host receiver's name, and no
+/// outgoing webhook subscription has it as its id.
+#[utoipa::path(get, path = "/api/v1/webhooks/scm", tag = "webhooks",
+    responses((status = 404, description = "No subscription has this id"),
+        (status = 401, description = "No valid credential")))]
+async fn scm_is_not_a_subscription(caller: Caller) -> ApiError {
+    no_such_subscription(caller).await
+}
+
+/// Not a subscription (see `GET`).
+#[utoipa::path(patch, path = "/api/v1/webhooks/scm", tag = "webhooks",
+    responses((status = 404, description = "No subscription has this id"),
+        (status = 401, description = "No valid credential")))]
+async fn scm_is_not_a_subscription_to_update(caller: Caller) -> ApiError {
+    no_such_subscription(caller).await
+}
+
+/// Not a subscription (see `GET`).
+#[utoipa::path(delete, path = "/api/v1/webhooks/scm", tag = "webhooks",
+    responses((status = 404, description = "No subscription has this id"),
+        (status = 401, description = "No valid credential")))]
+async fn scm_is_not_a_subscription_to_delete(caller: Caller) -> ApiError {
+    no_such_subscription(caller).await
 }
 
 impl From<ScmError> for ApiError {
