@@ -180,7 +180,9 @@ pub struct ListQuery {
     /// Only subscriptions that deliver now.
     pub active_only: Option<bool>,
     /// Page size, default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
+    #[param(minimum = 0)]
     pub offset: Option<i32>,
 }
 
@@ -363,7 +365,9 @@ async fn test_webhook(
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Page size, default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
+    #[param(minimum = 0)]
     pub offset: Option<i32>,
 }
 
