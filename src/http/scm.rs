@@ -26,6 +26,8 @@ use crate::scm::{
     Delivery, GitHubError, PullRequest, ReceiveError, Repository, SUPPORTED_EVENTS, Scm, ScmError,
 };
 
+mod not_a_subscription;
+
 pub fn routes() -> Routes {
     Routes::new()
         .add(routes!(start_pr_review), RouteSpec::new())
@@ -34,52 +36,8 @@ pub fn routes() -> Routes {
         .add(routes!(list_pr_reviews), RouteSpec::new())
         .add(routes!(submit_pr_review), RouteSpec::new())
         .add(routes!(receive_scm_webhook), RouteSpec::new().public())
-        .add(routes!(scm_is_not_a_subscription), RouteSpec::new())
-        .add(
-            routes!(scm_is_not_a_subscription_to_update),
-            RouteSpec::new(),
-        )
-        .add(
-            routes!(scm_is_not_a_subscription_to_delete),
-            RouteSpec::new(),
-        )
+        .merge(not_a_subscription::routes())
         .add(routes!(scm_webhook_status), RouteSpec::new())
-}
-
-/// `GET`, `PATCH` and `DELETE` on the receiver's path would be the
-/// outgoing webhooks' `{id}` routes with the id `scm`: they answer as those
-/// routes answer an id that no subscription has (subscription ids are
-/// UUIDs), documented here so that the path's methods are all declared.
-async fn no_such_subscription(_caller: Caller) -> ApiError {
-    ApiError::NotFound {
-        resource_type: "webhook",
-        resource_id: None,
-    }
-}
-
-/// Not a subscription: `scm` is the source-host receiver's name, and no
-/// outgoing webhook subscription has it as its id.
-#[utoipa::path(get, path = "/api/v1/webhooks/scm", tag = "webhooks",
-    responses((status = 404, description = "No subscription has this id"),
-        (status = 401, description = "No valid credential")))]
-async fn scm_is_not_a_subscription(caller: Caller) -> ApiError {
-    no_such_subscription(caller).await
-}
-
-/// Not a subscription (see `GET`).
-#[utoipa::path(patch, path = "/api/v1/webhooks/scm", tag = "webhooks",
-    responses((status = 404, description = "No subscription has this id"),
-        (status = 401, description = "No valid credential")))]
-async fn scm_is_not_a_subscription_to_update(caller: Caller) -> ApiError {
-    no_such_subscription(caller).await
-}
-
-/// Not a subscription (see `GET`).
-#[utoipa::path(delete, path = "/api/v1/webhooks/scm", tag = "webhooks",
-    responses((status = 404, description = "No subscription has this id"),
-        (status = 401, description = "No valid credential")))]
-async fn scm_is_not_a_subscription_to_delete(caller: Caller) -> ApiError {
-    no_such_subscription(caller).await
 }
 
 impl From<ScmError> for ApiError {
