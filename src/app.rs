@@ -64,7 +64,7 @@ pub async fn open_log(settings: &Settings) -> Result<EventLog, StoreError> {
         }
         None => Db::open_sqlite(&settings.data_dir).await?,
     };
-    Ok(EventLog::new(db))
+    Ok(EventLog::new(db).with_read_model_wait(settings.read_model_wait))
 }
 
 /// How often an unreachable Redis is retried.

@@ -76,9 +76,7 @@ impl Auth {
         self.await_revocations(&events).await?;
         // Key gone and listed as disabled, on every replica.
         self.docs()
-            .wait_for::<Accounts>(user_id, super::READ_MODEL_WAIT, |view| {
-                view.disabled && !view.has_api_key()
-            })
+            .wait_for::<Accounts>(user_id, |view| view.disabled && !view.has_api_key())
             .await?;
         Ok(count_revoked(&events))
     }
@@ -95,7 +93,7 @@ impl Auth {
         self.command(user_id, enable, admin).await?;
         // Listed as enabled everywhere before the answer goes out.
         self.docs()
-            .wait_for::<Accounts>(user_id, super::READ_MODEL_WAIT, |view| !view.disabled)
+            .wait_for::<Accounts>(user_id, |view| !view.disabled)
             .await?;
         Ok(())
     }

@@ -93,9 +93,7 @@ impl Auth {
         };
         let (account, _) = self.command(user_id, create, user_id).await?;
         // Usable on every replica before it is handed out.
-        self.docs()
-            .wait_for::<ApiKeys>(&key_id, super::READ_MODEL_WAIT, |_| true)
-            .await?;
+        self.docs().wait_for::<ApiKeys>(&key_id, |_| true).await?;
         let name = account
             .api_keys
             .get(&key_id)

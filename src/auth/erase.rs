@@ -162,7 +162,7 @@ impl Auth {
         self.subject_keys().destroy(user_id).await?;
         self.await_revocations(events).await?;
         self.docs()
-            .wait_for::<Accounts>(user_id, super::READ_MODEL_WAIT, |view| view.erased)
+            .wait_for::<Accounts>(user_id, |view| view.erased)
             .await?;
         let sessions_revoked = super::admin::count_revoked(events);
         Ok(Erasure { sessions_revoked })

@@ -366,7 +366,7 @@ impl Auth {
         // before the tokens are handed out (events are projected in order, so
         // the new session's document comes after any eviction).
         self.docs()
-            .wait_for::<Sessions>(&session_id, super::READ_MODEL_WAIT, |_| true)
+            .wait_for::<Sessions>(&session_id, |_| true)
             .await?;
         let tokens = self.issue_pair(&account, &session_id, 0)?;
         Ok(LoginOutcome::Signed {

@@ -25,7 +25,6 @@ pub mod signup;
 pub mod tokens;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agon_aggregates::CommandMeta;
 use agon_aggregates::account::{Account, AccountCommand, AccountEvent};
@@ -54,7 +53,6 @@ const FIELD_KEY_FILE: &str = "field-encryption.key";
 /// The key file of the email blind index when `SERVICE_BLIND_INDEX_KEY` is unset.
 const BLIND_INDEX_KEY_FILE: &str = "blind-index.key";
 /// How long a command waits for its revocation to reach the read model.
-const READ_MODEL_WAIT: Duration = Duration::from_secs(5);
 
 /// Why the accounts service could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -211,7 +209,7 @@ impl Auth {
         if let Some(view) = docs.get::<agon_projections::Accounts>(user_id).await? {
             return self.revealed_view(view).await;
         }
-        docs.wait_for::<agon_projections::Accounts>(user_id, READ_MODEL_WAIT, |_| true)
+        docs.wait_for::<agon_projections::Accounts>(user_id, |_| true)
             .await?;
         let view = docs
             .get::<agon_projections::Accounts>(user_id)
@@ -248,7 +246,7 @@ impl Auth {
             _ => None,
         });
         if let Some(session_id) = last_session {
-            docs.wait_for::<Sessions>(session_id, READ_MODEL_WAIT, |s| s.revoked_at.is_some())
+            docs.wait_for::<Sessions>(session_id, |s| s.revoked_at.is_some())
                 .await?;
         }
         let last_key = events.iter().rev().find_map(|event| match event {
@@ -256,7 +254,7 @@ impl Auth {
             _ => None,
         });
         if let Some(key_id) = last_key {
-            docs.wait_for::<ApiKeys>(key_id, READ_MODEL_WAIT, |key| !key.is_live())
+            docs.wait_for::<ApiKeys>(key_id, |key| !key.is_live())
                 .await?;
         }
         Ok(())

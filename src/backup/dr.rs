@@ -122,7 +122,11 @@ impl Backups {
         if self.inner.wait {
             self.inner
                 .documents
-                .wait_for::<DrillHistory>(&drill_id, self.inner.settings.catchup_timeout, |_| true)
+                .wait_for_within::<DrillHistory>(
+                    &drill_id,
+                    self.inner.settings.catchup_timeout,
+                    |_| true,
+                )
                 .await?;
         }
         let agon_aggregates::backup_drill::DrillEvent::DrillCompleted { drill } = executed

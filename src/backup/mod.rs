@@ -162,7 +162,7 @@ impl Backups {
         if self.inner.wait {
             self.inner
                 .documents
-                .wait_for::<BackupCatalog>(id, self.inner.settings.catchup_timeout, done)
+                .wait_for_within::<BackupCatalog>(id, self.inner.settings.catchup_timeout, done)
                 .await?;
         }
         Ok(())

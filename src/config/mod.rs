@@ -47,6 +47,10 @@ pub struct Settings {
     /// a PostgreSQL connection (and a connect for the server) before the
     /// request answers 503. Default 1000.
     pub database_acquire_timeout: Duration,
+    /// `SERVICE_READ_MODEL_WAIT_MS`: how long a command's answer waits for
+    /// its effect to show in the read models (then it answers anyway and
+    /// readers catch up). Default 5000.
+    pub read_model_wait: Duration,
     /// `SERVICE_NATS_URL`: NATS JetStream bus; unset means the in-process bus.
     pub nats_url: Option<String>,
     /// `SERVICE_REPLICA_ID`: this replica's stable name (it holds its debate
@@ -170,6 +174,12 @@ impl Settings {
                 50,
                 600_000,
                 1_000,
+            )?),
+            read_model_wait: Duration::from_millis(vars.within(
+                "SERVICE_READ_MODEL_WAIT_MS",
+                10,
+                600_000,
+                5_000,
             )?),
             nats_url: vars.get("SERVICE_NATS_URL"),
             replica_id: vars.get("SERVICE_REPLICA_ID"),

@@ -24,7 +24,6 @@ use crate::runner::Runner;
 use crate::store::{EventLog, StoreError};
 
 /// How long a create waits for the read model to list the new debate.
-const READ_MODEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the consensus endpoint reads of a debate document (the messages
 /// are skipped, not built: clients poll this).
@@ -142,9 +141,7 @@ impl Debates {
         let debate = self.runner.launch(admission, created).await;
         // Answer once the read model lists it, so that the creator (on any
         // replica) can read it straight away.
-        self.documents
-            .wait_for::<DebateDocs>(&id, READ_MODEL_WAIT, |_| true)
-            .await?;
+        self.documents.wait_for::<DebateDocs>(&id, |_| true).await?;
         // (The list row is written with the document, in its transaction.)
         Ok(debate)
     }

@@ -322,8 +322,19 @@ impl Documents {
 
     /// Waits until document `key` satisfies `done`, so that a command's
     /// effect is visible to every replica before its response goes out.
-    /// Gives up after `limit` (the command stands; readers catch up later).
+    /// Gives up after `SERVICE_READ_MODEL_WAIT_MS` (the command stands;
+    /// readers catch up later).
     pub async fn wait_for<P: DocumentProjection>(
+        &self,
+        key: &str,
+        done: impl Fn(&P::Doc) -> bool,
+    ) -> Result<bool, StoreError> {
+        self.wait_for_within::<P>(key, self.log.read_model_wait(), done)
+            .await
+    }
+
+    /// [`Self::wait_for`], giving up after `limit`.
+    pub async fn wait_for_within<P: DocumentProjection>(
         &self,
         key: &str,
         limit: Duration,

@@ -8,8 +8,6 @@
 
 pub mod settler;
 
-use std::time::Duration;
-
 use agon_aggregates::CommandMeta;
 use agon_aggregates::debate::{ConsensusResult, DebateStatus};
 use agon_aggregates::ids::DebateId;
@@ -32,7 +30,6 @@ use crate::store::{CommandError, EventLog, StoreError};
 pub const WEBHOOK_OWNER: &str = "scm-webhook";
 
 /// How long a start waits for the read model to show the new review.
-const READ_MODEL_WAIT: Duration = Duration::from_secs(5);
 
 /// How a review's debate ended, as far as the review needs it.
 #[derive(Debug)]
@@ -356,9 +353,7 @@ impl Reviews {
         id: &str,
         done: impl Fn(&ReviewDoc) -> bool,
     ) -> Result<ReviewDoc, ReviewsError> {
-        self.documents
-            .wait_for::<ReviewDocs>(id, READ_MODEL_WAIT, done)
-            .await?;
+        self.documents.wait_for::<ReviewDocs>(id, done).await?;
         self.documents
             .get::<ReviewDocs>(id)
             .await?

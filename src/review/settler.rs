@@ -15,7 +15,7 @@ use agon_projections::reviews::{REVIEW_AGGREGATE, ReviewDoc};
 use agon_projections::{Cursor, EventRecord};
 use async_trait::async_trait;
 
-use super::{Ended, READ_MODEL_WAIT, Reviews, ReviewsError};
+use super::{Ended, Reviews, ReviewsError};
 use crate::bus::{BoxError, Consumer, ConsumerError};
 use crate::projection::{IdleCheckpoint, checkpoint_name};
 use crate::store::{CommandError, StoreError};
@@ -128,9 +128,7 @@ impl Settler {
         let documents = &self.reviews.documents;
         let id = record.aggregate_id.as_str();
         documents
-            .wait_for::<ReviewDocs>(id, READ_MODEL_WAIT, |d| {
-                d.status != ReviewStatus::InProgress
-            })
+            .wait_for::<ReviewDocs>(id, |d| d.status != ReviewStatus::InProgress)
             .await?;
         match documents.get::<ReviewDocs>(id).await? {
             Some(doc) if doc.status == ReviewStatus::Completed => then

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use cqrs_es::persist::SerializedEvent;
@@ -54,7 +55,12 @@ pub struct EventLog {
     /// Counts read-model commits of this process, for requests that wait
     /// until their effect is readable.
     read_models: Arc<watch::Sender<u64>>,
+    /// How long a command waits for its effect to be readable.
+    read_model_wait: Duration,
 }
+
+/// `SERVICE_READ_MODEL_WAIT_MS`'s default.
+const READ_MODEL_WAIT: Duration = Duration::from_secs(5);
 
 /// An event ready to be inserted.
 pub(super) struct Row {
@@ -76,7 +82,21 @@ impl EventLog {
             commits: Arc::new(watch::channel(0).0),
             group: Arc::default(),
             read_models: Arc::new(watch::channel(0).0),
+            read_model_wait: READ_MODEL_WAIT,
         }
+    }
+
+    /// Sets how long commands wait for their effect to be readable.
+    #[must_use]
+    pub fn with_read_model_wait(mut self, wait: Duration) -> Self {
+        self.read_model_wait = wait;
+        self
+    }
+
+    /// How long a command waits for its effect to be readable
+    /// (`SERVICE_READ_MODEL_WAIT_MS`).
+    pub fn read_model_wait(&self) -> Duration {
+        self.read_model_wait
     }
 
     pub fn db(&self) -> &Db {

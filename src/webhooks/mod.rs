@@ -16,7 +16,6 @@ pub mod subscriptions;
 pub mod worker;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agon_aggregates::webhook::{Webhook, WebhookCommand, WebhookError};
 use agon_aggregates::{CommandMeta, Refusal};
@@ -35,7 +34,6 @@ pub use subscriptions::SubscriptionRow;
 use worker::{Sender, Worker};
 
 /// How long a command waits for the projection to show it.
-const READ_MODEL_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Error)]
 pub enum WebhooksError {
@@ -194,7 +192,7 @@ impl Webhooks {
         let done = &done;
         crate::projection::wait_until(
             log,
-            READ_MODEL_WAIT,
+            log.read_model_wait(),
             WebhookSubscriptions::NAME,
             id,
             || async move {
@@ -277,7 +275,7 @@ impl Webhooks {
         let log = &self.log;
         crate::projection::wait_until(
             log,
-            READ_MODEL_WAIT,
+            log.read_model_wait(),
             WebhookSubscriptions::NAME,
             id,
             || async move { Ok(subscriptions::get(log, id).await?.is_none()) },

@@ -75,6 +75,11 @@ pub async fn build_app_on(
         "SERVICE_API_TOKEN" if !vars.iter().any(|(k, _)| k == name) => {
             Some(crate::support::TEST_TOKEN.to_owned())
         }
+        // Answers wait for their effect to be readable as long as a loaded
+        // CI machine needs, so that reads right after them never race.
+        "SERVICE_READ_MODEL_WAIT_MS" if !vars.iter().any(|(k, _)| k == name) => {
+            Some("30000".to_owned())
+        }
         // Demo agents answer at once unless a test watches them write.
         "SERVICE_DEMO_DELTA_DELAY_MS" if !vars.iter().any(|(k, _)| k == name) => {
             Some("0".to_owned())
