@@ -2,7 +2,8 @@
 //!
 //! `cargo bench --bench backup` fills a fresh SQLite store with
 //! `AGON_BENCH_EVENTS` events (default 1 000 000: streams of 500, sealed),
-//! then times a backup, its verification, a restore test (restore, verify,
+//! then times a backup, its verification, the comprehensive verification
+//! (read models compared with the live ones), a restore test (restore, verify,
 //! replay of every projection) and a disaster-recovery drill, printing the
 //! drill's measured RPO and RTO. With `AGON_BENCH_DATABASE_URL` (an empty
 //! PostgreSQL database; `ops/bench/run.sh backup` starts one) it measures
@@ -74,6 +75,16 @@ async fn measure(label: &str, database_url: Option<String>, total: usize) {
     println!(
         "{label}: verify (valid {}) in {:?}",
         verified.valid,
+        started.elapsed()
+    );
+    let started = Instant::now();
+    let compared = backups.verify_comprehensive(&id).await.unwrap();
+    println!(
+        "{label}: verify-comprehensive (valid {}): {} events replayed, read models identical: {} ({} projections) in {:?}",
+        compared.valid,
+        compared.replayed_events,
+        compared.identical,
+        compared.projections.len(),
         started.elapsed()
     );
     let test = backups.restore_test(&id).await.unwrap();

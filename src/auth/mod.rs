@@ -52,7 +52,6 @@ use crate::store::EventLog;
 const FIELD_KEY_FILE: &str = "field-encryption.key";
 /// The key file of the email blind index when `SERVICE_BLIND_INDEX_KEY` is unset.
 const BLIND_INDEX_KEY_FILE: &str = "blind-index.key";
-/// How long a command waits for its revocation to reach the read model.
 
 /// Why the accounts service could not be set up.
 #[derive(Debug, thiserror::Error)]

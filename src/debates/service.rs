@@ -23,8 +23,6 @@ use crate::projection::{Documents, ListFilter, load_view};
 use crate::runner::Runner;
 use crate::store::{EventLog, StoreError};
 
-/// How long a create waits for the read model to list the new debate.
-
 /// What the consensus endpoint reads of a debate document (the messages
 /// are skipped, not built: clients poll this).
 #[derive(Debug, Deserialize)]

@@ -29,8 +29,6 @@ use crate::store::{CommandError, EventLog, StoreError};
 /// account asked for them, so only admins read them.
 pub const WEBHOOK_OWNER: &str = "scm-webhook";
 
-/// How long a start waits for the read model to show the new review.
-
 /// How a review's debate ended, as far as the review needs it.
 #[derive(Debug)]
 pub struct Ended<'a> {

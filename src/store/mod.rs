@@ -20,6 +20,7 @@ mod log;
 pub mod merkle;
 mod repository;
 mod rows;
+mod scan;
 pub mod seal;
 pub mod sealer;
 pub mod verify;
@@ -85,6 +86,9 @@ pub enum StoreError {
     /// Appends are grouped only on the embedded store.
     #[error("group commit is for SQLite only")]
     NotGrouped,
+    /// A bulk read of the events (see `scan`) failed.
+    #[error("cannot read the events in bulk: {0}")]
+    Scan(String),
     #[error("stored event at position {position} is malformed: {what}")]
     Malformed { position: i64, what: &'static str },
     /// A failure the event-sourcing framework reported in its own terms.

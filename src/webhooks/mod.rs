@@ -33,8 +33,6 @@ pub use jobs::DeliveryRow;
 pub use subscriptions::SubscriptionRow;
 use worker::{Sender, Worker};
 
-/// How long a command waits for the projection to show it.
-
 #[derive(Debug, Error)]
 pub enum WebhooksError {
     #[error("{}", .0.message)]

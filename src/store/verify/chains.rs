@@ -3,12 +3,11 @@
 
 use std::collections::HashMap;
 
-use futures::StreamExt;
-
 use super::{Check, PositionRange, Problem, VerifyReport};
 use crate::store::chain::{GENESIS, Hash, hash_from_slice};
 use crate::store::db::with_pool;
-use crate::store::rows::{EVENT_COLUMNS, StoredEvent};
+use crate::store::rows::StoredEvent;
+use crate::store::scan::scan;
 use crate::store::{EventLog, StoreError};
 
 /// The first event of a stream met in a range that starts after the stream
@@ -28,20 +27,14 @@ impl EventLog {
         range: PositionRange,
         report: &mut VerifyReport,
     ) -> Result<Option<Problem>, StoreError> {
-        let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE position >= $1 AND position <= $2 ORDER BY position"
-        );
         let whole = range.is_all();
         let mut heads: HashMap<(String, String), (i64, Hash)> = HashMap::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut found: Option<Problem> = None;
-        with_pool!(self.db().reader(), pool => {
-            let mut rows = sqlx::query_as::<_, StoredEvent>(&sql)
-                .bind(range.from)
-                .bind(range.to)
-                .fetch(pool);
-            while let Some(row) = rows.next().await {
-                let event = row?;
+        let filter = format!("position >= {} AND position <= {}", range.from, range.to);
+        let mut batches = scan::<StoredEvent>(self.db(), filter, "position");
+        'scan: while let Some(batch) = batches.recv().await {
+            for event in batch? {
                 report.events_checked += 1;
                 let key = (event.aggregate_type.clone(), event.aggregate_id.clone());
                 let head = match heads.get(&key) {
@@ -50,8 +43,9 @@ impl EventLog {
                     None => {
                         // Checked below against the stored predecessor.
                         let Some(prev_hash) = hash_from_slice(&event.prev_hash) else {
-                            found = Some(event_problem(&event, Check::Malformed, "prev_hash is not 32 bytes".to_owned()));
-                            break;
+                            let fault = "prev_hash is not 32 bytes".to_owned();
+                            found = Some(event_problem(&event, Check::Malformed, fault));
+                            break 'scan;
                         };
                         pending.push(Pending {
                             aggregate_type: event.aggregate_type.clone(),
@@ -65,11 +59,11 @@ impl EventLog {
                 };
                 if let Some((check, fault)) = chain_fault(&event, head.0, &head.1) {
                     found = Some(event_problem(&event, check, fault));
-                    break;
+                    break 'scan;
                 }
                 heads.insert(key, (event.sequence, event.stored_hash()?));
             }
-        });
+        }
         report.streams_checked = heads.len() as u64;
         // A broken link into the range comes before any later fault.
         let before = found.as_ref().map_or(i64::MAX, position_of);

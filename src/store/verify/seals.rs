@@ -5,9 +5,9 @@ use agon_projections::Cursor;
 
 use super::{Check, PositionRange, Problem, Scope, VerifyReport};
 use crate::crypto::signing::verify_signature;
-use crate::store::chain::{GENESIS, Hash};
+use crate::store::chain::{GENESIS, Hash, hash_from_slice};
 use crate::store::db::with_pool;
-use crate::store::feed::FeedHash;
+use crate::store::scan::{PositionHash, scan};
 use crate::store::seal::{SealBody, StoredSeal, seal_hash};
 use crate::store::{EventLog, StoreError, merkle};
 
@@ -92,22 +92,22 @@ impl EventLog {
         from: Cursor,
         to: Cursor,
     ) -> Result<Vec<(i64, Hash)>, StoreError> {
-        let rows: Vec<FeedHash> = with_pool!(self.db().reader(), pool => {
-            sqlx::query_as(
-                "SELECT txid, position, hash FROM events \
-                 WHERE (txid, position) > ($1, $2) AND (txid, position) <= ($3, $4) \
-                 ORDER BY txid, position",
-            )
-            .bind(from.txid)
-            .bind(from.position)
-            .bind(to.txid)
-            .bind(to.position)
-            .fetch_all(pool)
-            .await?
-        });
-        rows.iter()
-            .map(|row| Ok((row.cursor().position, row.stored_hash()?)))
-            .collect()
+        let filter = format!(
+            "(txid, position) > ({}, {}) AND (txid, position) <= ({}, {})",
+            from.txid, from.position, to.txid, to.position
+        );
+        let mut batches = scan::<PositionHash>(self.db(), filter, "txid, position");
+        let mut leaves = Vec::new();
+        while let Some(batch) = batches.recv().await {
+            for row in batch? {
+                let hash = hash_from_slice(&row.hash).ok_or(StoreError::Malformed {
+                    position: row.position,
+                    what: "hash is not 32 bytes",
+                })?;
+                leaves.push((row.position, hash));
+            }
+        }
+        Ok(leaves)
     }
 
     /// Events of `range` after `cursor`: chained, not sealed yet.

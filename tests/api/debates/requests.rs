@@ -54,13 +54,13 @@ async fn refused_creates_leave_the_bucket(redis_url: Option<&str>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn refused_creates_do_not_use_up_debate_create_in_memory() {
-    refused_creates_leave_the_bucket(None).await;
+    Box::pin(refused_creates_leave_the_bucket(None)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn refused_creates_do_not_use_up_debate_create_in_redis() {
     let redis = LoopbackServer::redis().await;
-    refused_creates_leave_the_bucket(Some(&redis.url())).await;
+    Box::pin(refused_creates_leave_the_bucket(Some(&redis.url()))).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

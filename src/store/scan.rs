@@ -1,0 +1,280 @@
+//! Bulk reads of the events table for verification, which must read every
+//! stored byte and would otherwise spend most of its time in the driver:
+//! sqlx hands SQLite rows across a channel one at a time and decodes
+//! PostgreSQL rows one by one. Here SQLite is read with rusqlite on a
+//! blocking thread (one read transaction: a snapshot) and PostgreSQL with
+//! one binary `COPY` (one statement: a snapshot), in batches that a bounded
+//! channel hands to the checker while the next batch is being read.
+
+use std::path::PathBuf;
+
+use futures::StreamExt;
+use sqlx::postgres::PgPoolCopyExt;
+use tokio::sync::mpsc;
+
+use super::StoreError;
+use super::db::Db;
+use super::rows::StoredEvent;
+
+/// Rows per batch handed to the checker.
+const BATCH: usize = 1024;
+/// Batches read ahead of the checker.
+const AHEAD: usize = 4;
+/// The binary `COPY` header: signature, flags, extension length.
+const COPY_SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
+
+/// A row a scan yields, read from either back end's columns in the order of
+/// [`ScanRow::COLUMNS`].
+pub(crate) trait ScanRow: Sized + Send + 'static {
+    /// The select list (plain column names, the same on both back ends).
+    const COLUMNS: &'static str;
+    fn from_sqlite(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self>;
+    fn from_copy(fields: &mut Fields<'_>) -> Result<Self, StoreError>;
+}
+
+impl ScanRow for StoredEvent {
+    const COLUMNS: &'static str = super::rows::EVENT_COLUMNS;
+
+    fn from_sqlite(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(StoredEvent {
+            position: row.get(0)?,
+            txid: row.get(1)?,
+            event_id: row.get(2)?,
+            aggregate_type: row.get(3)?,
+            aggregate_id: row.get(4)?,
+            sequence: row.get(5)?,
+            event_type: row.get(6)?,
+            event_version: row.get(7)?,
+            payload: row.get(8)?,
+            metadata: row.get(9)?,
+            prev_hash: row.get(10)?,
+            hash: row.get(11)?,
+        })
+    }
+
+    fn from_copy(f: &mut Fields<'_>) -> Result<Self, StoreError> {
+        Ok(StoredEvent {
+            position: f.int()?,
+            txid: f.int()?,
+            event_id: f.text()?,
+            aggregate_type: f.text()?,
+            aggregate_id: f.text()?,
+            sequence: f.int()?,
+            event_type: f.text()?,
+            event_version: f.text()?,
+            payload: f.text()?,
+            metadata: f.text()?,
+            prev_hash: f.bytes()?.to_vec(),
+            hash: f.bytes()?.to_vec(),
+        })
+    }
+}
+
+/// A position and a stored hash, in feed order (a seal's leaves).
+#[derive(Debug, Clone)]
+pub(crate) struct PositionHash {
+    pub position: i64,
+    pub hash: Vec<u8>,
+}
+
+impl ScanRow for PositionHash {
+    const COLUMNS: &'static str = "position, hash";
+
+    fn from_sqlite(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(PositionHash {
+            position: row.get(0)?,
+            hash: row.get(1)?,
+        })
+    }
+
+    fn from_copy(f: &mut Fields<'_>) -> Result<Self, StoreError> {
+        Ok(PositionHash {
+            position: f.int()?,
+            hash: f.bytes()?.to_vec(),
+        })
+    }
+}
+
+/// The rows of `SELECT {COLUMNS} FROM events WHERE {filter} ORDER BY
+/// {order}`, in batches. `filter` and `order` are written by this crate
+/// with integers only (a `COPY` takes no bind parameters).
+pub(crate) fn scan<T: ScanRow>(
+    db: &Db,
+    filter: String,
+    order: &'static str,
+) -> mpsc::Receiver<Result<Vec<T>, StoreError>> {
+    let sql = format!(
+        "SELECT {} FROM events WHERE {filter} ORDER BY {order}",
+        T::COLUMNS
+    );
+    let (tx, rx) = mpsc::channel(AHEAD);
+    match db {
+        Db::Sqlite { wal, .. } => {
+            let file = wal.with_file_name("agon.db");
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = scan_sqlite(&file, &sql, &tx) {
+                    let _ = tx.blocking_send(Err(e));
+                }
+            });
+        }
+        Db::Postgres(pool) => {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let copy = format!("COPY ({sql}) TO STDOUT (FORMAT binary)");
+                if let Err(e) = scan_postgres(&pool, &copy, &tx).await {
+                    let _ = tx.send(Err(e)).await;
+                }
+            });
+        }
+    }
+    rx
+}
+
+fn scan_sqlite<T: ScanRow>(
+    file: &PathBuf,
+    sql: &str,
+    tx: &mpsc::Sender<Result<Vec<T>, StoreError>>,
+) -> Result<(), StoreError> {
+    let connection = rusqlite::Connection::open_with_flags(
+        file,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(scan_error)?;
+    let mut statement = connection.prepare(sql).map_err(scan_error)?;
+    let mut rows = statement.query([]).map_err(scan_error)?;
+    let mut batch = Vec::with_capacity(BATCH);
+    while let Some(row) = rows.next().map_err(scan_error)? {
+        batch.push(T::from_sqlite(row).map_err(scan_error)?);
+        if batch.len() == BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+            if tx.blocking_send(Ok(full)).is_err() {
+                return Ok(()); // The checker stopped at a problem.
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.blocking_send(Ok(batch));
+    }
+    Ok(())
+}
+
+async fn scan_postgres<T: ScanRow>(
+    pool: &sqlx::PgPool,
+    copy: &str,
+    tx: &mpsc::Sender<Result<Vec<T>, StoreError>>,
+) -> Result<(), StoreError> {
+    let mut chunks = pool.copy_out_raw(copy).await?;
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut header_done = false;
+    while let Some(chunk) = chunks.next().await {
+        buffer.extend_from_slice(&chunk?);
+        let mut at = 0;
+        if !header_done {
+            match copy_header_len(&buffer)? {
+                Some(len) => (at, header_done) = (len, true),
+                None => continue,
+            }
+        }
+        let mut batch = Vec::new();
+        while let Some((row, len)) = next_tuple::<T>(&buffer[at..])? {
+            at += len;
+            match row {
+                Some(row) => batch.push(row),
+                None => break, // The trailer.
+            }
+        }
+        buffer.drain(..at);
+        if !batch.is_empty() && tx.send(Ok(batch)).await.is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The length of the binary `COPY` header once `buffer` holds all of it.
+fn copy_header_len(buffer: &[u8]) -> Result<Option<usize>, StoreError> {
+    let fixed = COPY_SIGNATURE.len() + 8;
+    if buffer.len() < fixed {
+        return Ok(None);
+    }
+    if !buffer.starts_with(COPY_SIGNATURE) {
+        return Err(copy_error("not a binary COPY stream"));
+    }
+    let extension = read_u32(&buffer[COPY_SIGNATURE.len() + 4..]) as usize;
+    Ok((buffer.len() >= fixed + extension).then_some(fixed + extension))
+}
+
+/// The next tuple of `data` and its length, `None` when `data` does not
+/// hold all of it yet; the row is `None` for the trailer.
+#[allow(clippy::type_complexity)]
+fn next_tuple<T: ScanRow>(data: &[u8]) -> Result<Option<(Option<T>, usize)>, StoreError> {
+    if data.len() < 2 {
+        return Ok(None);
+    }
+    let count = i16::from_be_bytes([data[0], data[1]]);
+    if count == -1 {
+        return Ok(Some((None, 2)));
+    }
+    // Find the tuple's end before decoding, so a partial one waits.
+    let mut end = 2;
+    for _ in 0..count {
+        if data.len() < end + 4 {
+            return Ok(None);
+        }
+        let len = i32::from_be_bytes([data[end], data[end + 1], data[end + 2], data[end + 3]]);
+        end += 4 + usize::try_from(len).unwrap_or(0);
+        if data.len() < end {
+            return Ok(None);
+        }
+    }
+    let mut fields = Fields {
+        data: &data[2..end],
+    };
+    Ok(Some((Some(T::from_copy(&mut fields)?), end)))
+}
+
+/// The fields of one binary `COPY` tuple, read in order.
+pub(crate) struct Fields<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    fn bytes(&mut self) -> Result<&'a [u8], StoreError> {
+        let header = self
+            .data
+            .get(..4)
+            .ok_or_else(|| copy_error("a field is missing"))?;
+        let len = i32::from_be_bytes([header[0], header[1], header[2], header[3]]);
+        let len = usize::try_from(len).map_err(|_| copy_error("a column is NULL"))?;
+        let value = self
+            .data
+            .get(4..4 + len)
+            .ok_or_else(|| copy_error("a field is cut short"))?;
+        self.data = &self.data[4 + len..];
+        Ok(value)
+    }
+
+    fn int(&mut self) -> Result<i64, StoreError> {
+        let bytes: [u8; 8] = self
+            .bytes()?
+            .try_into()
+            .map_err(|_| copy_error("a BIGINT column is not 8 bytes"))?;
+        Ok(i64::from_be_bytes(bytes))
+    }
+
+    fn text(&mut self) -> Result<String, StoreError> {
+        String::from_utf8(self.bytes()?.to_vec()).map_err(|_| copy_error("text is not UTF-8"))
+    }
+}
+
+fn read_u32(bytes: &[u8]) -> u32 {
+    u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+}
+
+fn copy_error(what: &str) -> StoreError {
+    StoreError::Scan(format!("PostgreSQL binary COPY: {what}"))
+}
+
+fn scan_error(e: rusqlite::Error) -> StoreError {
+    StoreError::Scan(format!("SQLite: {e}"))
+}
