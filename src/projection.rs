@@ -225,12 +225,29 @@ pub async fn rebuild(log: &EventLog, name: &str) -> Result<Option<u64>, Consumer
     };
     registry::clear(log, projection, None).await?;
     let runner = (projection.runner)(log);
-    rebuild_one(log, runner.as_ref()).await.map(Some)
+    rebuild_one(log, runner).await.map(Some)
+}
+
+/// Drops every read model and rebuilds them all from one pass over the
+/// log (a restored store's replay: each event is read and decoded once,
+/// not once per read model). Returns the number of events replayed.
+pub async fn rebuild_all(log: &EventLog) -> Result<u64, ConsumerError> {
+    let mut runners = Vec::with_capacity(REGISTRY.len());
+    for projection in REGISTRY.iter() {
+        registry::clear(log, projection, None).await?;
+        runners.push((projection.runner)(log));
+    }
+    replay_into(log, &runners).await
 }
 
 /// Replays the whole log into `runner` (emptied first); stops at an event
 /// it cannot decode, as the running service would.
-async fn rebuild_one(log: &EventLog, runner: &dyn Consumer) -> Result<u64, ConsumerError> {
+async fn rebuild_one(log: &EventLog, runner: Arc<dyn Member>) -> Result<u64, ConsumerError> {
+    replay_into(log, &[runner]).await
+}
+
+/// Feeds the whole log to each of `runners`, page by page.
+async fn replay_into(log: &EventLog, runners: &[Arc<dyn Member>]) -> Result<u64, ConsumerError> {
     let mut cursor = Cursor::START;
     let mut replayed = 0u64;
     loop {
@@ -242,7 +259,9 @@ async fn rebuild_one(log: &EventLog, runner: &dyn Consumer) -> Result<u64, Consu
             .into_iter()
             .map(crate::store::StoredEvent::into_record)
             .collect::<Result<Vec<_>, _>>()?;
-        runner.handle(&records).await?;
+        for runner in runners {
+            runner.handle(&records).await?;
+        }
     }
     Ok(replayed)
 }

@@ -147,17 +147,12 @@ async fn load_keys(db: &Db, dir: &Path) -> Result<u64, BackupError> {
     Ok(loaded - erased)
 }
 
-/// Rebuilds every registered read model of `log` from its events; the
-/// number of events each replay read, summed.
+/// Rebuilds every registered read model of `log` from its events, in one
+/// pass; the number of events replayed.
 pub async fn replay(log: &EventLog) -> Result<u64, BackupError> {
-    let mut total = 0;
-    for name in projection::registry::names() {
-        let replayed = projection::rebuild(log, name)
-            .await
-            .map_err(|e| BackupError::Replay(e.to_string()))?;
-        total += replayed.unwrap_or_default();
-    }
-    Ok(total)
+    projection::rebuild_all(log)
+        .await
+        .map_err(|e| BackupError::Replay(e.to_string()))
 }
 
 /// A throwaway store of the same back end as the live one: a SQLite file in
