@@ -10,6 +10,7 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 pub mod agents;
+pub mod as_of;
 pub mod audit;
 pub mod backups;
 pub mod caller;
