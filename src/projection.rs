@@ -25,6 +25,7 @@ pub mod group;
 mod guards;
 pub mod reads;
 pub mod registry;
+pub mod replay;
 mod tables;
 pub use documents::{DocumentRunner, Documents, ListFilter};
 pub(crate) use documents::{count_sql, page_sql, wait_until};

@@ -4,13 +4,12 @@
 //! rebuilt by the fold the live read uses; and the trail's verification.
 
 use agon_projections::audit::subject_of;
-use agon_projections::{DocumentProjection, EventRecord};
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::entries::TrailSummary;
 use super::{Audit, AuditError, Viewer};
+use crate::projection::replay::{AsOf, fold};
 use crate::store::StoredEvent;
 use crate::store::verify::VerifyReport;
 use crate::views::debates::DebateDetail;
@@ -19,34 +18,6 @@ use crate::views::debates::DebateDetail;
 /// their hashes and sealed fields. An entry holding one is shown redacted
 /// and cannot be rehashed from the export (its links still can).
 const SECRET_FIELDS: [&str; 4] = ["password", "secret", "credential", "ciphertext"];
-
-/// Where a replay stops: a log position, or a time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AsOf {
-    Position(i64),
-    Time(DateTime<Utc>),
-}
-
-impl AsOf {
-    /// A position (digits) or an RFC 3339 time.
-    pub fn parse(text: &str) -> Option<Self> {
-        if let Ok(position) = text.parse::<i64>() {
-            return Some(AsOf::Position(position));
-        }
-        DateTime::parse_from_rfc3339(text)
-            .ok()
-            .map(|t| AsOf::Time(t.with_timezone(&Utc)))
-    }
-
-    fn includes(self, event: &StoredEvent, recorded_at: Option<&str>) -> bool {
-        match self {
-            AsOf::Position(position) => event.position <= position,
-            AsOf::Time(time) => recorded_at
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .is_some_and(|t| t <= time),
-        }
-    }
-}
 
 /// One event of a trail with its chain fields.
 #[derive(Debug, Clone, Serialize)]
@@ -167,7 +138,7 @@ impl Audit {
             }
             entries.push(entry(&event, &metadata)?);
             if subject_type == agon_projections::debates::DEBATE_AGGREGATE {
-                debate = fold_debate(debate, event.into_record()?)?;
+                debate = fold::<agon_projections::Debates>(debate, event)?;
             }
         }
         Ok(Trail {
@@ -192,12 +163,4 @@ impl Audit {
             .verify_stream(self.public_key(), subject_type, subject_id, &recorded)
             .await?)
     }
-}
-
-/// The debates projection's own fold: what the live read is built from.
-fn fold_debate(
-    doc: Option<agon_aggregates::debate::Debate>,
-    record: EventRecord,
-) -> Result<Option<agon_aggregates::debate::Debate>, AuditError> {
-    agon_projections::Debates::apply(doc, &record).map_err(|e| AuditError::Store(e.into()))
 }

@@ -39,6 +39,9 @@ pub struct WebhookSettings {
     pub poll: Duration,
     /// `SERVICE_WEBHOOK_MAX_PER_USER`: subscriptions one user may hold. Default 20.
     pub max_per_user: usize,
+    /// `SERVICE_WEBHOOK_URL_MAX_CHARS`: the longest URL a subscription may
+    /// have, in characters. Default 2048.
+    pub url_max_chars: usize,
 }
 
 impl WebhookSettings {
@@ -79,6 +82,8 @@ impl WebhookSettings {
             concurrency: vars.within_u32("SERVICE_WEBHOOK_CONCURRENCY", 1, 1_024, 8)? as usize,
             poll: ms("SERVICE_WEBHOOK_POLL_MS", 10, 60_000, 1_000)?,
             max_per_user: vars.within_u32("SERVICE_WEBHOOK_MAX_PER_USER", 1, 10_000, 20)? as usize,
+            url_max_chars: vars.within_u32("SERVICE_WEBHOOK_URL_MAX_CHARS", 8, 65_536, 2_048)?
+                as usize,
         })
     }
 }

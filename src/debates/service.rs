@@ -19,6 +19,7 @@ use crate::agents::Agents;
 use crate::auth::Caller;
 use crate::clock::Clock;
 use crate::projection::reads::{self, DebatePage};
+use crate::projection::replay::{self, AsOf};
 use crate::projection::{Documents, ListFilter, load_view};
 use crate::runner::Runner;
 use crate::store::{EventLog, StoreError};
@@ -175,6 +176,25 @@ impl Debates {
             .visible_to(caller, of.created_by.as_deref(), of.org_id.as_deref())
             .await?;
         Ok(visible.then_some(text))
+    }
+
+    /// The debate `id` as the read model showed it at `as_of`, rebuilt
+    /// from the log by the read model's own fold, if it existed by then and
+    /// `caller` may see it (decided as for the live read).
+    #[tracing::instrument(level = "debug", skip_all, fields(debate_id = %id), err(level = "debug"))]
+    pub async fn as_of(
+        &self,
+        caller: &Caller,
+        id: &DebateId,
+        as_of: AsOf,
+    ) -> Result<Option<Debate>, StoreError> {
+        let replayed =
+            replay::document_as_of::<DebateDocs>(&self.log, DEBATE_AGGREGATE, id.as_str(), as_of)
+                .await?;
+        match replayed {
+            Some(debate) if self.visible(caller, &debate).await? => Ok(Some(debate)),
+            _ => Ok(None),
+        }
     }
 
     /// The debate's owner and the last of its events the read model

@@ -10,6 +10,7 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 pub mod agents;
+pub mod as_of;
 pub mod audit;
 pub mod backups;
 pub mod caller;
@@ -101,6 +102,7 @@ pub fn with_platform(state: impl Into<ApiState>, routes: Routes) -> Router {
         app.agents.name_pattern(),
         app.debates.limits(),
     );
+    webhooks::fit_schema(&mut document, app.webhooks.url_max_chars());
     let docs = Arc::new(ApiDocs::new(&document));
     let platform = Platform {
         auth: app.auth.clone(),

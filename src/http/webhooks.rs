@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
@@ -22,7 +22,8 @@ use super::routes::{RouteSpec, Routes};
 use super::version::ApiVersion;
 use crate::auth::{Caller, Credential};
 use crate::webhooks::{Changes, DeliveryRow, SubscriptionRow, Webhooks, WebhooksError, WithSecret};
-use agon_aggregates::webhook::WEBHOOK_EVENTS;
+use crate::webhooks::{sign, url_form};
+use agon_aggregates::webhook::{MAX_DESCRIPTION_CHARS, WEBHOOK_EVENTS};
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -36,6 +37,35 @@ pub fn routes() -> Routes {
         .add(routes!(test_webhook), RouteSpec::new())
         .add(routes!(list_webhook_deliveries), RouteSpec::new())
         .add(routes!(redeliver_webhook), RouteSpec::new())
+}
+
+/// States in `doc` what a subscription's `url` may be (the form
+/// [`url_form::check`] accepts), for registration and change alike; where
+/// the host points is checked on top of it and refused with 422.
+///
+/// The other fields are stated as the Webhook aggregate and the signer
+/// check them.
+pub fn fit_schema(doc: &mut Value, url_max_chars: usize) {
+    for component in ["CreateWebhook", "UpdateWebhook"] {
+        let pointer = format!("/components/schemas/{component}/properties");
+        let Some(fields) = doc.pointer_mut(&pointer) else {
+            continue;
+        };
+        let url = &mut fields["url"];
+        url["format"] = json!("uri");
+        url["pattern"] = json!(url_form::PATTERN);
+        url["minLength"] = json!(url_form::MIN_CHARS);
+        url["maxLength"] = json!(url_max_chars);
+        let events = &mut fields["events"];
+        events["items"] = json!({"type": "string", "enum": WEBHOOK_EVENTS});
+        events["minItems"] = json!(1);
+        events["maxItems"] = json!(WEBHOOK_EVENTS.len());
+        events["uniqueItems"] = json!(true);
+        fields["description"]["maxLength"] = json!(MAX_DESCRIPTION_CHARS);
+        if let Some(secret) = fields.get_mut("secret") {
+            secret["pattern"] = json!(sign::SECRET_PATTERN);
+        }
+    }
 }
 
 /// An account holder who may configure webhooks: under v2 only with an
@@ -145,7 +175,9 @@ impl From<WithSecret> for WebhookWithSecret {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateWebhook {
-    /// Where deliveries are posted (http or https; public addresses only).
+    /// Where deliveries are posted: an absolute http or https URL with a
+    /// host and no user information, at most `SERVICE_WEBHOOK_URL_MAX_CHARS`
+    /// characters, whose host is a public address (or in an allowed network).
     pub url: String,
     /// Event names: `debate.completed`, `debate.verdict`, `debate.failed`.
     pub events: Vec<String>,
@@ -246,6 +278,7 @@ async fn read_webhook(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct UpdateWebhook {
+    /// A new target, as at registration.
     pub url: Option<String>,
     pub events: Option<Vec<String>>,
     pub description: Option<String>,

@@ -60,6 +60,8 @@ pub enum TargetError {
     Credentials,
     #[error("url has no host")]
     NoHost,
+    #[error("url is longer than {max} characters")]
+    TooLong { max: usize },
     #[error("url's host {host} is {}", reason.describe())]
     Forbidden { host: String, reason: Forbidden },
     #[error("url's host {host} cannot be resolved")]

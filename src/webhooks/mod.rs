@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod payload;
 pub mod sign;
 pub mod subscriptions;
+pub mod url_form;
 pub mod worker;
 
 use std::sync::Arc;
@@ -128,6 +129,11 @@ impl Webhooks {
         tokio::spawn(worker.run(stop.clone()))
     }
 
+    /// The longest URL a subscription may have.
+    pub fn url_max_chars(&self) -> usize {
+        self.settings().url_max_chars
+    }
+
     fn settings(&self) -> &WebhookSettings {
         self.sender.settings()
     }
@@ -145,6 +151,7 @@ impl Webhooks {
         description: Option<String>,
         secret: Option<String>,
     ) -> Result<WithSecret, WebhooksError> {
+        url_form::check(url, self.settings().url_max_chars)?;
         guard::check_target(url, &self.settings().allowed_networks).await?;
         let secret = match secret {
             Some(given) if sign::secret_key(&given).is_none() => {
@@ -234,6 +241,7 @@ impl Webhooks {
     ) -> Result<SubscriptionRow, WebhooksError> {
         self.get(owner, id).await?;
         if let Some(url) = &changes.url {
+            url_form::check(url, self.settings().url_max_chars)?;
             guard::check_target(url, &self.settings().allowed_networks).await?;
         }
         let at = self.clock.now();

@@ -17,6 +17,15 @@ const SECRET_BYTES: usize = 24;
 /// The key lengths Standard Webhooks allows for a secret a client brings.
 const KEY_BYTES: std::ops::RangeInclusive<usize> = 24..=64;
 
+/// The JSON Schema `pattern` of a secret a client brings: exactly the
+/// texts [`secret_key`] takes (canonical, padded base64 of 24 to 64 bytes:
+/// 8 to 21 groups of four characters and the rest of a last group).
+pub const SECRET_PATTERN: &str = concat!(
+    "^whsec_(?:(?:[A-Za-z0-9+/]{4}){8,20}",
+    "(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?",
+    "|(?:[A-Za-z0-9+/]{4}){21}(?:[A-Za-z0-9+/][AQgw]==)?)$"
+);
+
 /// A fresh secret.
 pub fn new_secret() -> String {
     let mut key = [0u8; SECRET_BYTES];
@@ -64,5 +73,30 @@ mod tests {
         assert_ne!(secret, new_secret());
         assert_eq!(secret_key("whsec_c2hvcnQ="), None);
         assert_eq!(secret_key("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), None);
+    }
+
+    #[test]
+    fn the_pattern_admits_exactly_the_secrets_taken() {
+        let pattern = regex::Regex::new(SECRET_PATTERN).unwrap();
+        for bytes in 0..=70usize {
+            let key: Vec<u8> = (0..bytes).map(|i| (i * 37 + 11) as u8).collect();
+            let good = format!("{SECRET_PREFIX}{}", STANDARD.encode(&key));
+            let unpadded = good.trim_end_matches('=').to_owned();
+            // A last character with bits the padding drops set.
+            let mut loose = good.clone().into_bytes();
+            if let Some(at) = loose.iter().rposition(|b| *b != b'=')
+                && good.ends_with('=')
+            {
+                loose[at] = if loose[at] == b'/' { b'B' } else { b'/' };
+            }
+            let loose = String::from_utf8(loose).unwrap();
+            for text in [good, unpadded, loose, format!("{SECRET_PREFIX}{bytes}!")] {
+                assert_eq!(
+                    pattern.is_match(&text),
+                    secret_key(&text).is_some(),
+                    "{bytes} bytes: {text}"
+                );
+            }
+        }
     }
 }

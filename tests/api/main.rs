@@ -16,6 +16,7 @@ mod cli;
 mod code_review;
 mod connections;
 mod consumers;
+mod debate_as_of;
 mod debates;
 mod deltas;
 mod docs;

@@ -7,6 +7,7 @@
 //! binary during a delivery.
 
 mod crash;
+mod url_schema;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

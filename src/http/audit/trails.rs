@@ -13,9 +13,9 @@ use utoipa_axum::routes;
 use super::file;
 use super::views::{AuditVerifyView, TrailEntryView, TrailSummaryView};
 use crate::audit::export::Format;
-use crate::audit::trail::AsOf;
 use crate::audit::{Audit, Viewer};
 use crate::auth::Caller;
+use crate::http::as_of::AsOfQuery;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, ApiQuery};
 use crate::http::ratelimit::Action;
@@ -75,33 +75,6 @@ async fn list_trails(
     }))
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct AsOfQuery {
-    /// Replay up to this log position (an integer) or time (RFC 3339).
-    #[param(schema_with = as_of_schema)]
-    pub as_of: Option<String>,
-}
-
-/// A log position or an RFC 3339 time.
-fn as_of_schema() -> utoipa::openapi::schema::Schema {
-    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, SchemaFormat, Type};
-    OneOfBuilder::new()
-        .item(
-            ObjectBuilder::new()
-                .schema_type(Type::Integer)
-                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))),
-        )
-        .item(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))),
-        )
-        .build()
-        .into()
-}
-
 /// A trail, in log order.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TrailView {
@@ -127,15 +100,7 @@ async fn read_trail(
     ApiPath(trail_id): ApiPath<String>,
     ApiQuery(query): ApiQuery<AsOfQuery>,
 ) -> Result<Json<TrailView>, ApiError> {
-    let as_of = query
-        .as_of
-        .as_deref()
-        .map(|text| {
-            AsOf::parse(text).ok_or_else(|| {
-                ApiError::bad_request("as_of must be a log position or an RFC 3339 time")
-            })
-        })
-        .transpose()?;
+    let as_of = query.parsed()?;
     let trail = audit.trail(&Viewer::of(&caller), &trail_id, as_of).await?;
     Ok(Json(TrailView {
         summary: trail.summary.into(),

@@ -15,6 +15,7 @@ use super::views::{ConsensusBody, DebateDetail, DebateSummary, MessageView};
 use super::{page, rendered};
 use crate::auth::Caller;
 use crate::debates::Debates;
+use crate::http::as_of::AsOfQuery;
 use crate::http::error::ApiError;
 use crate::http::etag::Conditional;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
@@ -152,18 +153,30 @@ fn not_found(id: &str) -> ApiError {
     }
 }
 
-/// A debate with every message, its synthesis, votes and consensus.
+/// A debate with every message, its synthesis, votes and consensus; with
+/// `as_of`, exactly as this read showed it at that log position or time,
+/// rebuilt from the log (for audits; such an answer carries no `ETag`).
 #[utoipa::path(get, path = "/api/debates/{id}", tag = "debates",
-    params(("id" = String, Path)),
-    responses((status = 200, body = DebateDetail), (status = 404, description = "No such debate")))]
+    params(("id" = String, Path), AsOfQuery),
+    responses((status = 200, body = DebateDetail),
+        (status = 400, description = "as_of is neither a position nor an RFC 3339 time"),
+        (status = 404, description = "No such debate (at as_of), or not the caller's")))]
 pub async fn get_debate(
     State(debates): State<Debates>,
     State(http): State<HttpState>,
     caller: Caller,
     conditional: Conditional,
     ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<AsOfQuery>,
 ) -> Result<Response, ApiError> {
-    rendered::detail(&debates, &http.details, &caller, &conditional, &id).await
+    let Some(as_of) = query.parsed()? else {
+        return rendered::detail(&debates, &http.details, &caller, &conditional, &id).await;
+    };
+    let debate = debates
+        .as_of(&caller, &debate_id(&id)?, as_of)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    Ok(Json(DebateDetail::from(&debate)).into_response())
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

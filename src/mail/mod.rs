@@ -1,14 +1,25 @@
 //! Sends the service's emails (address verification, invitations): over SMTP
 //! in production, or as `.eml` files in an outbox folder where no mail server
-//! is at hand, so a local user can still open the links they carry.
+//! is at hand, so a local user can still open the links they carry
+//! ([`outbox`]); [`pages`] holds where those links point and what they
+//! show, [`smtp_url`] what may be said of an SMTP URL in logs.
 
-use std::path::{Path, PathBuf};
+mod outbox;
+mod pages;
+mod smtp_url;
+
+pub use pages::{landing_page, served_url};
+
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use lettre::message::Mailbox;
 use lettre::message::header::ContentType;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use thiserror::Error;
+
+use outbox::write_to_outbox;
+use smtp_url::{endpoint, redact};
 
 /// The sender when `SERVICE_MAIL_FROM` is unset (README's default), also
 /// written into outbox files unless [`Mailer::with_from`] names another.
@@ -161,51 +172,6 @@ impl Mailer {
     }
 }
 
-/// Where links in mails point when `SERVICE_PUBLIC_URL` is unset: the
-/// address `agon serve` listens on (`localhost` for the wildcard addresses,
-/// which name no host a reader could open).
-pub fn served_url(host: &str, port: u16) -> String {
-    let host = host.trim_matches(['[', ']']);
-    match host.parse::<std::net::IpAddr>() {
-        Ok(ip) if ip.is_unspecified() => format!("http://localhost:{port}"),
-        Ok(std::net::IpAddr::V6(ip)) => format!("http://[{ip}]:{port}"),
-        _ => format!("http://{host}:{port}"),
-    }
-}
-
-/// The small HTML page a link in a mail lands on when a browser opens it:
-/// a title and a few paragraphs, escaped.
-pub fn landing_page(title: &str, paragraphs: &[String]) -> String {
-    let mut body = String::new();
-    for paragraph in paragraphs {
-        body.push_str("<p>");
-        body.push_str(&escape_html(paragraph));
-        body.push_str("</p>\n");
-    }
-    let title = escape_html(title);
-    format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title} - Agon</title></head>\n<body style=\"font-family: sans-serif; \
-         max-width: 36em; margin: 3em auto; padding: 0 1em\">\n<h1>{title}</h1>\n{body}</body>\n</html>\n"
-    )
-}
-
-fn escape_html(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
-
 fn parse_mailbox(address: &str) -> Result<Mailbox, MailError> {
     address
         .parse()
@@ -213,94 +179,6 @@ fn parse_mailbox(address: &str) -> Result<Mailbox, MailError> {
             address: address.to_owned(),
             reason: e.to_string(),
         })
-}
-
-/// Writes `mail` as one `.eml` file and returns its path. The file appears
-/// whole or not at all, so a reader watching the folder never sees half a mail.
-async fn write_to_outbox(
-    dir: &Path,
-    from: &str,
-    to: &Mailbox,
-    mail: &Mail,
-) -> Result<PathBuf, MailError> {
-    let io = |path: &Path| {
-        let path = path.display().to_string();
-        move |source| MailError::Outbox { path, source }
-    };
-    tokio::fs::create_dir_all(dir).await.map_err(io(dir))?;
-
-    let now = chrono::Utc::now();
-    let mut suffix = [0u8; 4];
-    getrandom::fill(&mut suffix).map_err(|e| MailError::Outbox {
-        path: dir.display().to_string(),
-        source: std::io::Error::other(format!("cannot draw random bytes for a file name: {e}")),
-    })?;
-    let name = format!(
-        "{}-{}.eml",
-        now.format("%Y%m%dT%H%M%S"),
-        hex::encode(suffix)
-    );
-    let path = dir.join(&name);
-    let temp = dir.join(format!(".{name}.tmp"));
-
-    // A line break in the subject would start a header of its own.
-    let subject = mail.subject.replace(['\r', '\n'], " ");
-    let body = mail.body.replace("\r\n", "\n").replace('\n', "\r\n");
-    let text = format!(
-        "From: {from}\r\nTo: {to}\r\nSubject: {subject}\r\nDate: {}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n{body}",
-        now.to_rfc2822(),
-    );
-
-    tokio::fs::write(&temp, text).await.map_err(io(&temp))?;
-    if let Err(source) = tokio::fs::rename(&temp, &path).await {
-        // Best effort: a stray temp file is harmless but untidy.
-        let _ = tokio::fs::remove_file(&temp).await;
-        return Err(io(&path)(source));
-    }
-    Ok(path)
-}
-
-/// `smtp host:port` (with the TLS mode) from an SMTP URL, leaving out the
-/// user name and password. Only called on URLs lettre has accepted.
-fn endpoint(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("smtp", url));
-    let scheme = scheme.to_ascii_lowercase();
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let tls = rest
-        .split_once('?')
-        .map(|(_, query)| query.split('#').next().unwrap_or(query))
-        .and_then(|query| query.split('&').find_map(|pair| pair.strip_prefix("tls=")));
-    let (label, default_port) = match (scheme.as_str(), tls) {
-        ("smtps", _) => ("smtps", 465),
-        (_, Some("required")) => ("smtp+starttls", 587),
-        (_, Some("opportunistic")) => ("smtp+starttls-if-offered", 587),
-        _ => ("smtp", 25),
-    };
-    // A bracketed IPv6 host has colons of its own; only one after `]` is a port.
-    let after_host = host_port.rfind(']').map_or(host_port, |i| &host_port[i..]);
-    if after_host.contains(':') {
-        format!("{label} {host_port}")
-    } else {
-        format!("{label} {host_port}:{default_port}")
-    }
-}
-
-/// Removes the URL's password from `message`, should an error ever echo it.
-fn redact(message: &str, url: &str) -> String {
-    let authority = url.split_once("://").map_or(url, |(_, rest)| {
-        rest.split(['/', '?', '#']).next().unwrap_or(rest)
-    });
-    let password = authority
-        .rsplit_once('@')
-        .and_then(|(userinfo, _)| userinfo.split_once(':'))
-        .map(|(_, password)| password)
-        .filter(|password| !password.is_empty());
-    match password {
-        Some(password) => message.replace(password, "***"),
-        None => message.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -424,7 +302,7 @@ mod tests {
 
     #[test]
     fn the_default_sender_is_the_documented_one() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../README.md");
         let row = readme
             .lines()
             .find(|line| line.starts_with("| `SERVICE_MAIL_FROM`"))
@@ -473,34 +351,5 @@ mod tests {
         }
         let outbox = Mailer::outbox(PathBuf::from("/tmp/outbox"));
         assert_eq!(outbox.describe(), "outbox /tmp/outbox");
-    }
-
-    #[test]
-    fn the_default_public_url_is_the_served_address() {
-        assert_eq!(served_url("127.0.0.1", 9000), "http://127.0.0.1:9000");
-        assert_eq!(served_url("0.0.0.0", 8080), "http://localhost:8080");
-        assert_eq!(served_url("::", 8080), "http://localhost:8080");
-        assert_eq!(served_url("::1", 81), "http://[::1]:81");
-        assert_eq!(served_url("agon.internal", 81), "http://agon.internal:81");
-    }
-
-    #[test]
-    fn landing_pages_escape_what_they_show() {
-        let page = landing_page("Invited <b>", &["Ada & \"Bob\" <x@y>".to_owned()]);
-        assert!(page.starts_with("<!doctype html>"), "{page}");
-        assert!(page.contains("<h1>Invited &lt;b&gt;</h1>"), "{page}");
-        assert!(
-            page.contains("<p>Ada &amp; &quot;Bob&quot; &lt;x@y&gt;</p>"),
-            "{page}"
-        );
-    }
-
-    #[test]
-    fn redact_hides_the_password() {
-        assert_eq!(
-            redact("failed near secretpw", "smtp://user:secretpw@host:25"),
-            "failed near ***"
-        );
-        assert_eq!(redact("failed", "smtp://host:25"), "failed");
     }
 }
