@@ -5,7 +5,7 @@
 //! `agon restore` from the bucket; a byte changed in the bucket is found;
 //! deletion removes the objects; and with the server gone, `dr/validate`
 //! says the storage is unreachable while making a backup answers 503 and
-//! records nothing. The bucket is read and written here with a client of
+//! records nothing. A file larger than a part goes up in parts. The bucket is read and written here with a client of
 //! the test's own, never through the service's storage code.
 
 use std::path::Path;
@@ -19,12 +19,14 @@ use object_store::{ClientOptions, ObjectStore};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::backups::{SEAL_KEY, admin, create_backup, populated};
-use crate::support::{Kind, LoopbackServer, fresh_postgres_database, on_both_backends};
+use crate::backups::{SEAL_KEY, VARS, admin, create_backup, populated};
+use crate::serve::spawn_with;
+use crate::support::{Kind, LoopbackServer, event, fresh_postgres_database, on_both_backends};
 
 on_both_backends! {
     backups_are_kept_in_the_bucket_and_read_back_from_it => kept_in_the_bucket;
     an_unreachable_bucket_is_reported_and_records_nothing => unreachable_bucket;
+    a_large_backup_goes_up_in_parts => uploaded_in_parts;
 }
 
 const PREFIX: &str = "team/backups";
@@ -330,5 +332,40 @@ async fn unreachable_bucket(kind: Kind) {
         drill["error"].as_str().unwrap_or_default().contains(&name),
         "{drill}"
     );
+    live.stop.cancel();
+}
+
+async fn uploaded_in_parts(kind: Kind) {
+    let Some(server) = s3_server().await else {
+        return;
+    };
+    let (name, store) = bucket(&server).await;
+    let mut vars = s3_vars(&server, &name);
+    vars.push(("SERVICE_BACKUP_S3_PART_SIZE_MB", "5".to_owned()));
+    let mut all = VARS.to_vec();
+    all.extend(borrowed(&vars));
+    let live = spawn_with(kind, &all).await;
+    // About 7 MB of event lines: more than one 5 MB part.
+    let events: Vec<_> = (1..=12_000).map(|n| event("tally", "bulk", n)).collect();
+    live.app.log.append(&events).await.unwrap();
+    let backup = create_backup(&live.base, "in parts").await;
+    let id = backup["backup_id"].as_str().unwrap();
+    assert!(backup["events"].as_u64().unwrap() >= 12_000, "{backup}");
+
+    let key = Key::from(format!("{PREFIX}/{id}/events.jsonl"));
+    let meta = store.head(&key).await.unwrap();
+    assert!(meta.size > 5 * 1024 * 1024, "{meta:?}");
+    // S3 gives an object put together from parts an ETag `"<md5>-<parts>"`.
+    let etag = meta.e_tag.clone().unwrap_or_default();
+    assert!(etag.trim_matches('"').ends_with("-2"), "{meta:?}");
+    let path = format!("/api/backups/{id}/verify");
+    let (status, verified) = admin(&live.base, Method::POST, &path, None).await;
+    assert_eq!(
+        (status, &verified["valid"]),
+        (200, &json!(true)),
+        "{verified}"
+    );
+    assert_eq!(verified["events_checked"], backup["events"], "{verified}");
+    assert_eq!(staged(&live.app.settings.backup.dir), Vec::<String>::new());
     live.stop.cancel();
 }
