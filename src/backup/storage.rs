@@ -46,14 +46,12 @@ pub struct Bucket {
     name: String,
     prefix: String,
     part_size: usize,
+    parallel_parts: usize,
 }
 
 /// A backup's data files; its manifest goes up last, so that a backup
 /// whose manifest is in the bucket is whole.
 pub const DATA_FILES: [&str; 3] = [EVENTS, SEALS, SUBJECT_KEYS];
-
-/// Parts of one file in flight at a time: each holds a part's size in memory.
-const PARALLEL_PARTS: usize = 2;
 
 /// Whether a downloaded object was there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +96,7 @@ impl Storage {
             name: s3.bucket.clone(),
             prefix: s3.prefix.clone(),
             part_size: s3.part_size,
+            parallel_parts: s3.parallel_parts,
         }))
     }
 
@@ -152,7 +151,7 @@ impl Bucket {
                 if part.is_empty() {
                     break Ok(());
                 }
-                if let Err(e) = parts.wait_for_capacity(PARALLEL_PARTS).await {
+                if let Err(e) = parts.wait_for_capacity(self.parallel_parts).await {
                     break Err(self.failed("upload", &key, e));
                 }
                 parts.put(part.into());

@@ -80,6 +80,9 @@ pub struct S3Settings {
     /// `SERVICE_BACKUP_S3_PART_SIZE_MB`: files up to this size go up in one
     /// request, larger ones in parts of this size. Default 10.
     pub part_size: usize,
+    /// `SERVICE_BACKUP_S3_PARALLEL_PARTS`: parts of one file in flight at a
+    /// time (each holds a part in memory). Default 2.
+    pub parallel_parts: usize,
     /// `SERVICE_BACKUP_S3_MAX_RETRIES`: retries of a failed request. Default 3.
     pub max_retries: usize,
     /// `SERVICE_BACKUP_S3_TIMEOUT_SECONDS`: the longest one request (one
@@ -231,6 +234,7 @@ impl S3Settings {
             part_size: vars.within_u32("SERVICE_BACKUP_S3_PART_SIZE_MB", 5, 5_000, 10)? as usize
                 * 1024
                 * 1024,
+            parallel_parts: vars.within_u32("SERVICE_BACKUP_S3_PARALLEL_PARTS", 1, 64, 2)? as usize,
             max_retries: vars.within_u32("SERVICE_BACKUP_S3_MAX_RETRIES", 0, 100, 3)? as usize,
             timeout: Duration::from_secs(vars.within(
                 "SERVICE_BACKUP_S3_TIMEOUT_SECONDS",

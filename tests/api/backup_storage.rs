@@ -369,3 +369,51 @@ async fn uploaded_in_parts(kind: Kind) {
     assert_eq!(staged(&live.app.settings.backup.dir), Vec::<String>::new());
     live.stop.cancel();
 }
+
+/// A bucket without credentials, or an endpoint that is not a URL or is
+/// plain http without leave, stops the start naming the variable.
+#[test]
+fn bad_bucket_settings_stop_the_start_naming_the_variable() {
+    let data = tempfile::tempdir().unwrap();
+    let bucket = ("SERVICE_BACKUP_S3_BUCKET", "agon-backups");
+    let keys = [
+        bucket,
+        ("SERVICE_BACKUP_S3_ACCESS_KEY_ID", "id"),
+        ("SERVICE_BACKUP_S3_SECRET_ACCESS_KEY", "secret"),
+    ];
+    let cases: [(Vec<(&str, &str)>, &str); 3] = [
+        (vec![bucket], "SERVICE_BACKUP_S3_ACCESS_KEY_ID"),
+        (
+            [
+                &keys[..],
+                &[("SERVICE_BACKUP_S3_ENDPOINT", "127.0.0.1:9000")],
+            ]
+            .concat(),
+            "SERVICE_BACKUP_S3_ENDPOINT",
+        ),
+        (
+            [
+                &keys[..],
+                &[("SERVICE_BACKUP_S3_ENDPOINT", "http://127.0.0.1:9")],
+            ]
+            .concat(),
+            "SERVICE_BACKUP_S3_ALLOW_HTTP",
+        ),
+    ];
+    for (vars, named) in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_agon"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("SERVICE_DATA_DIR", data.path())
+            .envs(vars.iter().copied())
+            .arg("backup")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{vars:?}: {stderr}");
+        assert!(
+            stderr.contains(named),
+            "{vars:?} should name {named}: {stderr}"
+        );
+    }
+}
