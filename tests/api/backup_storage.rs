@@ -342,6 +342,9 @@ async fn uploaded_in_parts(kind: Kind) {
     let (name, store) = bucket(&server).await;
     let mut vars = s3_vars(&server, &name);
     vars.push(("SERVICE_BACKUP_S3_PART_SIZE_MB", "5".to_owned()));
+    // The read models take a while over that many events; the backup's
+    // own is waited for as long as they need.
+    vars.push(("SERVICE_BACKUP_CATCHUP_TIMEOUT_MS", "600000".to_owned()));
     let mut all = VARS.to_vec();
     all.extend(borrowed(&vars));
     let live = spawn_with(kind, &all).await;
