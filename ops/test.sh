@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project on a fresh Debian 12 machine as root:
 # installs PostgreSQL, nats-server and redis-server when missing (and the
-# Python tools schemathesis and openapi-spec-validator), starts throwaway
+# Python tools schemathesis and openapi-spec-validator, and moto's S3 server), starts throwaway
 # PostgreSQL and NATS on free loopback ports with their data in a temp dir,
 # runs fmt, clippy, the whole test suite against both back ends, the
 # upstream Python SDK's suite (tests/sdk) and schemathesis against the served
@@ -27,6 +27,10 @@ fi
 if ! python3 -c 'import schemathesis, openapi_spec_validator' >/dev/null 2>&1; then
   log "installing schemathesis and openapi-spec-validator"
   python3 -m pip install -q --disable-pip-version-check 'schemathesis>=4,<5' 'openapi-spec-validator>=0.7' >/dev/null
+fi
+if ! python3 -c 'import moto.server, flask' >/dev/null 2>&1; then
+  log "installing moto's S3 server"
+  python3 -m pip install -q --disable-pip-version-check 'moto[server]>=5,<6' >/dev/null
 fi
 SCHEMATHESIS=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/st
 PG_BIN=$(pg_bin)
@@ -82,6 +86,8 @@ export AGON_TEST_NATS_URL="nats://127.0.0.1:$NATS_PORT"
 export AGON_TEST_NATS_SERVER="$NATS_SERVER"
 # Rate-limit tests start their own Redis with this binary.
 export AGON_TEST_REDIS_SERVER=$(command -v redis-server)
+# Backup storage tests start their own S3-compatible server (moto) with this.
+export AGON_TEST_S3_SERVER=$(command -v moto_server || echo "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/moto_server")
 
 log "cargo fmt --check"
 cargo fmt --all -- --check

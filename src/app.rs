@@ -47,6 +47,8 @@ pub enum StartError {
     Scm(#[source] reqwest::Error),
     #[error("cannot listen: {0}")]
     Listen(#[from] std::io::Error),
+    #[error("cannot set up backups: {0}")]
+    Backups(#[from] Box<crate::backup::BackupError>),
 }
 
 /// Opens the event log the settings name (SQLite unless `DATABASE_URL` is
@@ -197,7 +199,8 @@ impl App {
                 .map(|u| u.expose().to_owned()),
             seal_key.public_hex(),
             clock.clone(),
-        );
+        )
+        .map_err(Box::new)?;
         Ok(Self {
             receipts,
             settings: Arc::new(settings),

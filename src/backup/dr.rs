@@ -15,7 +15,7 @@ use agon_projections::backups::BackupDoc;
 use serde::Serialize;
 
 use super::ops::ms;
-use super::{BackupError, Backups, restore};
+use super::{BackupError, Backups, Storage, restore};
 use crate::projection::ListFilter;
 
 /// One check of `validate`.
@@ -88,20 +88,31 @@ impl Backups {
                     )
                     .unwrap_or_default(),
                 );
-                let mut trial = self.trial(&doc).await?;
-                measured.events_restored = trial.loaded.events;
-                match trial.scratch.take() {
-                    None => measured.error = Some(trial.verification.problems.join("; ")),
-                    Some(scratch) => {
+                let mut trial = match self.trial(&doc).await {
+                    Ok(trial) => Some(trial),
+                    // A backup that cannot be read back is a failed drill.
+                    Err(BackupError::Storage(e)) => {
+                        measured.error = Some(e.to_string());
+                        None
+                    }
+                    Err(e) => return Err(e),
+                };
+                measured.events_restored = trial.as_ref().map_or(0, |t| t.loaded.events);
+                match trial.as_mut().map(|t| (t.scratch.take(), &t.verification)) {
+                    None => {}
+                    Some((None, verification)) => {
+                        measured.error = Some(verification.problems.join("; "));
+                    }
+                    Some((Some(scratch), verification)) => {
                         let replayed = restore::replay(&scratch.log).await;
                         let serving = scratch.log.db().ping().await;
                         measured.rto_ms = Some(ms(started.elapsed()));
                         scratch.drop_store().await;
-                        measured.verified = trial.verification.valid && replayed.is_ok() && serving;
+                        measured.verified = verification.valid && replayed.is_ok() && serving;
                         if let Err(e) = replayed {
                             measured.error = Some(e.to_string());
-                        } else if !trial.verification.valid {
-                            measured.error = Some(trial.verification.problems.join("; "));
+                        } else if !verification.valid {
+                            measured.error = Some(verification.problems.join("; "));
                         }
                     }
                 }
@@ -205,7 +216,8 @@ impl Backups {
     }
 
     /// Checks what a recovery needs: a recent backup, a writable backup
-    /// directory, the store, and the seal key backups verify against.
+    /// directory (the staging one, and a bucket that takes objects, with
+    /// S3 storage), the store, and the seal key backups verify against.
     pub async fn validate(&self) -> Result<Validation, BackupError> {
         let mut checks = Vec::new();
         let newest = self.newest().await?;
@@ -229,14 +241,36 @@ impl Backups {
             tokio::fs::remove_file(&probe).await
         }
         .await;
-        checks.push(Check {
+        let local = Check {
             name: "storage_reachable".to_owned(),
             ok: writable.is_ok(),
             detail: match &writable {
                 Ok(()) => "the backup directory takes files".to_owned(),
                 Err(e) => format!("the backup directory does not take files: {e}"),
             },
-        });
+        };
+        match self.storage() {
+            Storage::Local => checks.push(local),
+            Storage::S3(bucket) => {
+                // The directory is where backups are staged before upload.
+                checks.push(Check {
+                    name: "staging_writable".to_owned(),
+                    detail: local
+                        .detail
+                        .replace("backup directory", "staging directory"),
+                    ..local
+                });
+                let probed = bucket.probe().await;
+                checks.push(Check {
+                    name: "storage_reachable".to_owned(),
+                    ok: probed.is_ok(),
+                    detail: match probed {
+                        Ok(()) => format!("the bucket {} takes objects", bucket.name()),
+                        Err(e) => format!("the storage is unreachable: {e}"),
+                    },
+                });
+            }
+        }
         let store = self.inner.log.db().ping().await;
         checks.push(Check {
             name: "store_reachable".to_owned(),

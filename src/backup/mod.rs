@@ -2,6 +2,8 @@
 //! log and its seals in a backup directory, their verification (checksums,
 //! chains and seals, and read models rebuilt from them), timed restores,
 //! retention, and drills measured against the recovery objectives (`dr`).
+//! Finished backups stay in the backup directory or go to an S3-compatible
+//! bucket (`storage`).
 
 pub mod archive;
 mod compare;
@@ -9,6 +11,7 @@ pub mod digest;
 pub mod dr;
 mod ops;
 pub mod restore;
+pub mod storage;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use thiserror::Error;
 
 pub use archive::Manifest;
 pub use ops::{Cleanup, ComprehensiveReport, ProjectionMatch, RestoreTest, Stats, VerifyOutcome};
+pub use storage::{Storage, StorageError};
 
 use agon_aggregates::CommandMeta;
 use agon_aggregates::backup::{Backup, BackupCommand, BackupSummary};
@@ -57,6 +61,12 @@ pub enum BackupError {
     /// The log refused or failed to record what was done.
     #[error("cannot record it in the log: {0}")]
     Record(String),
+    /// The bucket backups are kept in did not answer or refused.
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+    /// The bucket's client cannot be set up from the settings.
+    #[error("cannot set up the backup storage: {0}")]
+    StorageSetup(#[source] Box<object_store::Error>),
 }
 
 impl<E: std::error::Error> From<CommandError<E>> for BackupError {
@@ -85,6 +95,7 @@ struct Inner {
     log: EventLog,
     documents: Documents,
     settings: BackupSettings,
+    storage: Storage,
     /// PostgreSQL's address, for scratch schemas beside the live tables.
     database_url: Option<String>,
     /// Hex public key the seals of a backup must verify against.
@@ -102,6 +113,15 @@ pub struct Page {
     pub total: u64,
 }
 
+/// Whether `id` could name a backup (its directory and its objects' folder).
+pub fn is_backup_name(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 80
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 impl Backups {
     pub fn new(
         log: EventLog,
@@ -109,10 +129,11 @@ impl Backups {
         database_url: Option<String>,
         trusted_key: String,
         clock: Clock,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, BackupError> {
+        Ok(Self {
             inner: Arc::new(Inner {
                 documents: Documents::new(log.clone()),
+                storage: Storage::new(&settings).map_err(BackupError::StorageSetup)?,
                 log,
                 settings,
                 database_url,
@@ -120,7 +141,7 @@ impl Backups {
                 clock,
                 wait: true,
             }),
-        }
+        })
     }
 
     /// The same service for a process without read models (the command
@@ -131,16 +152,21 @@ impl Backups {
         database_url: Option<String>,
         trusted_key: String,
         clock: Clock,
-    ) -> Self {
-        let mut this = Self::new(log, settings, database_url, trusted_key, clock);
+    ) -> Result<Self, BackupError> {
+        let mut this = Self::new(log, settings, database_url, trusted_key, clock)?;
         if let Some(inner) = Arc::get_mut(&mut this.inner) {
             inner.wait = false;
         }
-        this
+        Ok(this)
     }
 
     pub fn settings(&self) -> &BackupSettings {
         &self.inner.settings
+    }
+
+    /// Where backups are kept.
+    pub fn storage(&self) -> &Storage {
+        &self.inner.storage
     }
 
     fn dir(&self) -> &Path {
@@ -149,12 +175,7 @@ impl Backups {
 
     /// The directory of backup `id`, when `id` could name one.
     fn path_of(&self, id: &str) -> Option<PathBuf> {
-        let ok = !id.is_empty()
-            && id.len() <= 80
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        ok.then(|| self.dir().join(id))
+        is_backup_name(id).then(|| self.dir().join(id))
     }
 
     /// Waits (bounded) until backup `id`'s document satisfies `done`.
@@ -214,7 +235,7 @@ impl Backups {
         };
         let text = serde_json::to_vec_pretty(&manifest)?;
         tokio::fs::write(partial.join(archive::MANIFEST), &text).await?;
-        tokio::fs::rename(&partial, self.dir().join(&id)).await?;
+        self.keep_staged(&id, &partial).await?;
         let summary = BackupSummary {
             backup_id: id.clone(),
             backup_type: manifest.backup_type.clone(),
@@ -305,11 +326,7 @@ impl Backups {
     /// The manifest of kept backup `id` as stored beside its files: `Err`
     /// with what is wrong when it is missing, unreadable or not the one
     /// recorded.
-    async fn stored_manifest(&self, doc: &BackupDoc) -> Result<Manifest, String> {
-        let id = &doc.backup.backup_id;
-        let Some(dir) = self.path_of(id) else {
-            return Err(format!("{id} is not a backup name"));
-        };
+    async fn stored_manifest(&self, doc: &BackupDoc, dir: &Path) -> Result<Manifest, String> {
         let bytes = tokio::fs::read(dir.join(archive::MANIFEST))
             .await
             .map_err(|e| format!("the manifest cannot be read: {e}"))?;
@@ -330,6 +347,9 @@ impl Backups {
         let Some(doc) = self.get(id).await?.filter(|d| d.status == "completed") else {
             return Ok(None);
         };
+        if let Storage::S3(bucket) = self.storage() {
+            bucket.remove(id).await?;
+        }
         if let Some(dir) = self.path_of(id) {
             match tokio::fs::remove_dir_all(dir).await {
                 Ok(()) => {}

@@ -2,6 +2,7 @@
 //! comprehensive check against the live read models, timed restore tests,
 //! retention and statistics.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -123,7 +124,14 @@ impl Backups {
     /// a scratch store (kept in the trial when they restored) and verifies
     /// chains and seals there.
     pub(super) async fn trial(&self, doc: &BackupDoc) -> Result<Trial, BackupError> {
-        let dir = self.dir().join(&doc.backup.backup_id);
+        let opened = self.open(&doc.backup.backup_id).await?;
+        let trial = self.trial_in(doc, &opened.dir).await;
+        opened.close().await;
+        trial
+    }
+
+    /// [`Self::trial`] on the backup's files in `dir`.
+    async fn trial_in(&self, doc: &BackupDoc, dir: &Path) -> Result<Trial, BackupError> {
         let mut verification = VerifyOutcome {
             backup_id: doc.backup.backup_id.clone(),
             valid: false,
@@ -142,7 +150,7 @@ impl Backups {
             restore: Duration::ZERO,
             verify: Duration::ZERO,
         };
-        let manifest = match self.stored_manifest(doc).await {
+        let manifest = match self.stored_manifest(doc, dir).await {
             Ok(manifest) => manifest,
             Err(problem) => {
                 verification.problems.push(problem);
@@ -150,7 +158,7 @@ impl Backups {
                 return Ok(trial);
             }
         };
-        let problem = archive::check_files(&dir, &manifest).await?;
+        let problem = archive::check_files(dir, &manifest).await?;
         trial.manifest = Some(manifest);
         if let Some(problem) = problem {
             verification.problems.push(problem);
@@ -161,7 +169,7 @@ impl Backups {
         let scratch = self.scratch().await?;
         let started = Instant::now();
         let loaded =
-            match restore::load(scratch.log.db(), &dir, self.inner.settings.batch_rows).await {
+            match restore::load(scratch.log.db(), dir, self.inner.settings.batch_rows).await {
                 Ok(loaded) => loaded,
                 Err(BackupError::Corrupt(problem)) => {
                     scratch.drop_store().await;

@@ -51,6 +51,13 @@ impl From<BackupError> for ApiError {
                 ApiError::validation(e.to_string(), json!({"field": "backup_type"}))
             }
             BackupError::Store(e) => e.into(),
+            BackupError::Storage(e) => {
+                tracing::warn!(error = %e, "the backup storage failed");
+                ApiError::Unavailable(format!(
+                    "The backup storage (bucket {}) did not take the request; retry shortly",
+                    e.bucket()
+                ))
+            }
             e => ApiError::Internal(Box::new(e)),
         }
     }
@@ -84,7 +91,8 @@ pub struct BackupView {
     pub description: Option<String>,
     /// The back end it was copied from.
     pub backend: String,
-    /// `local`: files in `SERVICE_BACKUP_DIR`.
+    /// Where the service keeps backups: `local` (files in
+    /// `SERVICE_BACKUP_DIR`) or `s3` (objects in `SERVICE_BACKUP_S3_BUCKET`).
     pub storage: String,
     pub events: u64,
     pub streams: u64,
@@ -98,6 +106,16 @@ pub struct BackupView {
     pub created_at: String,
     pub deleted_at: Option<String>,
     pub deleted_reason: Option<String>,
+}
+
+impl BackupView {
+    /// `doc` as shown by a service that keeps backups in `backups`' storage.
+    pub fn kept_in(doc: BackupDoc, backups: &Backups) -> Self {
+        Self {
+            storage: backups.storage().name().to_owned(),
+            ..doc.into()
+        }
+    }
 }
 
 impl From<BackupDoc> for BackupView {
@@ -206,7 +224,11 @@ async fn list_backups(
         )
         .await?;
     Ok(Json(BackupList {
-        backups: page.backups.into_iter().map(Into::into).collect(),
+        backups: page
+            .backups
+            .into_iter()
+            .map(|d| BackupView::kept_in(d, &backups))
+            .collect(),
         total: page.total,
         limit,
         offset,
@@ -224,7 +246,8 @@ pub struct CreateBackup {
 
 /// Copies the log and its seals, consistently, into a new backup.
 #[utoipa::path(post, path = "/api/backups", tag = "backups", request_body = CreateBackup,
-    responses((status = 201, body = BackupView), (status = 422, description = "Invalid request")))]
+    responses((status = 201, body = BackupView), (status = 422, description = "Invalid request"),
+        (status = 503, description = "The backup storage did not take the backup; nothing was recorded")))]
 async fn create_backup(
     State(backups): State<Backups>,
     caller: Caller,
@@ -246,7 +269,10 @@ async fn create_backup(
     let doc = backups
         .create(kind, request.description, caller.user_id.as_str())
         .await?;
-    Ok((StatusCode::CREATED, Json(doc.into())))
+    Ok((
+        StatusCode::CREATED,
+        Json(BackupView::kept_in(doc, &backups)),
+    ))
 }
 
 /// One kept backup (a deleted one is listed with `status=deleted`).
@@ -262,13 +288,14 @@ async fn get_backup(
         .await?
         .filter(|d| d.status == "completed")
         .ok_or(BackupError::NotFound(id))?;
-    Ok(Json(doc.into()))
+    Ok(Json(BackupView::kept_in(doc, &backups)))
 }
 
 /// Removes a backup's files and records its deletion.
 #[utoipa::path(delete, path = "/api/backups/{backup_id}", tag = "backups",
     params(("backup_id" = String, Path)),
-    responses((status = 200, body = BackupView), (status = 404, description = "No such kept backup")))]
+    responses((status = 200, body = BackupView), (status = 404, description = "No such kept backup"),
+        (status = 503, description = "The backup storage did not answer; the backup is kept")))]
 async fn delete_backup(
     State(backups): State<Backups>,
     caller: Caller,
@@ -278,7 +305,7 @@ async fn delete_backup(
         .delete(&id, "operator", caller.user_id.as_str())
         .await?
         .ok_or(BackupError::NotFound(id))?;
-    Ok(Json(doc.into()))
+    Ok(Json(BackupView::kept_in(doc, &backups)))
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -302,7 +329,8 @@ pub struct CleanupView {
 #[utoipa::path(post, path = "/api/backups/cleanup", tag = "backups",
     request_body(content = Option<CleanupRequest>, content_type = "application/json"),
     responses((status = 200, body = CleanupView), (status = 400, description = "Not JSON"),
-        (status = 422, description = "Not a cleanup request")))]
+        (status = 422, description = "Not a cleanup request"),
+        (status = 503, description = "The backup storage did not answer")))]
 async fn cleanup_backups(
     State(backups): State<Backups>,
     caller: Caller,

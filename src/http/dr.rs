@@ -116,7 +116,9 @@ async fn dr_status(State(backups): State<Backups>) -> Result<Json<StatusView>, A
         ready: status.ready,
         overall_health: if status.ready { "healthy" } else { "degraded" }.to_owned(),
         last_drill: status.last_drill.map(Into::into),
-        newest_backup: status.newest_backup.map(Into::into),
+        newest_backup: status
+            .newest_backup
+            .map(|d| BackupView::kept_in(d, &backups)),
         objectives: status.objectives.into(),
         issues: status.issues,
     }))
@@ -160,7 +162,9 @@ async fn dr_objectives(State(backups): State<Backups>) -> Result<Json<Objectives
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CheckView {
-    /// `backup_recent`, `storage_reachable`, `store_reachable` or `seal_key_present`.
+    /// `backup_recent`, `storage_reachable` (the backup directory, or the
+    /// bucket with S3 storage), `staging_writable` (S3 storage only),
+    /// `store_reachable` or `seal_key_present`.
     pub name: String,
     pub ok: bool,
     pub detail: String,

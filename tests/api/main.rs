@@ -11,6 +11,7 @@ mod accounts;
 mod audit;
 mod auth;
 mod authz;
+mod backup_storage;
 mod backups;
 mod cli;
 mod code_review;

@@ -54,7 +54,8 @@ impl From<VerifyOutcome> for BackupVerifyView {
 /// counts there.
 #[utoipa::path(post, path = "/api/backups/{backup_id}/verify", tag = "backups",
     params(("backup_id" = String, Path)),
-    responses((status = 200, body = BackupVerifyView), (status = 404, description = "No such kept backup")))]
+    responses((status = 200, body = BackupVerifyView), (status = 404, description = "No such kept backup"),
+        (status = 503, description = "The backup storage did not answer")))]
 async fn verify_backup(
     State(backups): State<Backups>,
     ApiPath(id): ApiPath<String>,
@@ -99,7 +100,8 @@ pub struct ComprehensiveView {
 /// backup's position.
 #[utoipa::path(post, path = "/api/backups/{backup_id}/verify-comprehensive", tag = "backups",
     params(("backup_id" = String, Path)),
-    responses((status = 200, body = ComprehensiveView), (status = 404, description = "No such kept backup")))]
+    responses((status = 200, body = ComprehensiveView), (status = 404, description = "No such kept backup"),
+        (status = 503, description = "The backup storage did not answer")))]
 async fn verify_backup_comprehensive(
     State(backups): State<Backups>,
     ApiPath(id): ApiPath<String>,
@@ -138,7 +140,8 @@ pub struct RestoreTestView {
 /// verifies it and rebuilds every read model, timing each step.
 #[utoipa::path(post, path = "/api/backups/{backup_id}/restore-test", tag = "backups",
     params(("backup_id" = String, Path)),
-    responses((status = 200, body = RestoreTestView), (status = 404, description = "No such kept backup")))]
+    responses((status = 200, body = RestoreTestView), (status = 404, description = "No such kept backup"),
+        (status = 503, description = "The backup storage did not answer")))]
 async fn restore_test_backup(
     State(backups): State<Backups>,
     ApiPath(id): ApiPath<String>,

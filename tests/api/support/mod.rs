@@ -327,7 +327,7 @@ impl LoopbackServer {
         .await
     }
 
-    async fn start(
+    pub async fn start(
         scheme: &'static str,
         binary_variable: &str,
         default_binary: &str,
