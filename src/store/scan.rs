@@ -18,6 +18,8 @@ use super::rows::StoredEvent;
 
 /// Rows per batch handed to the checker.
 const BATCH: usize = 1024;
+/// Bytes of consumed `COPY` data kept before the buffer is compacted.
+const COMPACT_AT: usize = 1 << 20;
 /// Batches read ahead of the checker.
 const AHEAD: usize = 4;
 /// The binary `COPY` header: signature, flags, extension length.
@@ -164,18 +166,20 @@ async fn scan_postgres<T: ScanRow>(
     tx: &mpsc::Sender<Result<Vec<T>, StoreError>>,
 ) -> Result<(), StoreError> {
     let mut chunks = pool.copy_out_raw(copy).await?;
+    // The server sends one message per row: rows are gathered into batches
+    // across messages, and the buffer is compacted only now and then.
     let mut buffer: Vec<u8> = Vec::new();
+    let mut at = 0;
     let mut header_done = false;
+    let mut batch = Vec::with_capacity(BATCH);
     while let Some(chunk) = chunks.next().await {
         buffer.extend_from_slice(&chunk?);
-        let mut at = 0;
         if !header_done {
             match copy_header_len(&buffer)? {
                 Some(len) => (at, header_done) = (len, true),
                 None => continue,
             }
         }
-        let mut batch = Vec::new();
         while let Some((row, len)) = next_tuple::<T>(&buffer[at..])? {
             at += len;
             match row {
@@ -183,10 +187,19 @@ async fn scan_postgres<T: ScanRow>(
                 None => break, // The trailer.
             }
         }
-        buffer.drain(..at);
-        if !batch.is_empty() && tx.send(Ok(batch)).await.is_err() {
-            return Ok(());
+        if at > COMPACT_AT {
+            buffer.drain(..at);
+            at = 0;
         }
+        if batch.len() >= BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+            if tx.send(Ok(full)).await.is_err() {
+                return Ok(()); // The checker stopped at a problem.
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.send(Ok(batch)).await;
     }
     Ok(())
 }
