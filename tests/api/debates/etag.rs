@@ -50,7 +50,8 @@ async fn revalidates(api: &Api, path: &str, version: &[(&str, &str)]) -> String 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn detail_and_list_answer_304_while_unchanged() {
-    let (app, api) = Api::spawn(&[]).await;
+    // Demo agents write slowly enough that a debate is read while it runs.
+    let (app, api) = Api::spawn(&[("SERVICE_DEMO_DELTA_DELAY_MS", "10")]).await;
     let id = api.demo("Tagged").await;
     api.finished(&id).await;
     let detail = format!("/api/debates/{id}");
