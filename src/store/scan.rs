@@ -25,49 +25,38 @@ const AHEAD: usize = 4;
 /// The binary `COPY` header: signature, flags, extension length.
 const COPY_SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
 
-/// A row a scan yields, read from either back end's columns in the order of
-/// [`ScanRow::COLUMNS`].
+/// A row a scan yields, read column by column in the order of
+/// [`ScanRow::COLUMNS`], the same way from either back end.
 pub(crate) trait ScanRow: Sized + Send + 'static {
     /// The select list (plain column names, the same on both back ends).
     const COLUMNS: &'static str;
-    fn from_sqlite(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self>;
-    fn from_copy(fields: &mut Fields<'_>) -> Result<Self, StoreError>;
+    fn read<C: Columns>(columns: &mut C) -> Result<Self, StoreError>;
+}
+
+/// The next column of a row, whichever back end it came from.
+pub(crate) trait Columns {
+    fn int(&mut self) -> Result<i64, StoreError>;
+    fn text(&mut self) -> Result<String, StoreError>;
+    fn blob(&mut self) -> Result<Vec<u8>, StoreError>;
 }
 
 impl ScanRow for StoredEvent {
     const COLUMNS: &'static str = super::rows::EVENT_COLUMNS;
 
-    fn from_sqlite(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn read<C: Columns>(c: &mut C) -> Result<Self, StoreError> {
         Ok(StoredEvent {
-            position: row.get(0)?,
-            txid: row.get(1)?,
-            event_id: row.get(2)?,
-            aggregate_type: row.get(3)?,
-            aggregate_id: row.get(4)?,
-            sequence: row.get(5)?,
-            event_type: row.get(6)?,
-            event_version: row.get(7)?,
-            payload: row.get(8)?,
-            metadata: row.get(9)?,
-            prev_hash: row.get(10)?,
-            hash: row.get(11)?,
-        })
-    }
-
-    fn from_copy(f: &mut Fields<'_>) -> Result<Self, StoreError> {
-        Ok(StoredEvent {
-            position: f.int()?,
-            txid: f.int()?,
-            event_id: f.text()?,
-            aggregate_type: f.text()?,
-            aggregate_id: f.text()?,
-            sequence: f.int()?,
-            event_type: f.text()?,
-            event_version: f.text()?,
-            payload: f.text()?,
-            metadata: f.text()?,
-            prev_hash: f.bytes()?.to_vec(),
-            hash: f.bytes()?.to_vec(),
+            position: c.int()?,
+            txid: c.int()?,
+            event_id: c.text()?,
+            aggregate_type: c.text()?,
+            aggregate_id: c.text()?,
+            sequence: c.int()?,
+            event_type: c.text()?,
+            event_version: c.text()?,
+            payload: c.text()?,
+            metadata: c.text()?,
+            prev_hash: c.blob()?,
+            hash: c.blob()?,
         })
     }
 }
@@ -82,18 +71,39 @@ pub(crate) struct PositionHash {
 impl ScanRow for PositionHash {
     const COLUMNS: &'static str = "position, hash";
 
-    fn from_sqlite(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn read<C: Columns>(c: &mut C) -> Result<Self, StoreError> {
         Ok(PositionHash {
-            position: row.get(0)?,
-            hash: row.get(1)?,
+            position: c.int()?,
+            hash: c.blob()?,
         })
     }
+}
 
-    fn from_copy(f: &mut Fields<'_>) -> Result<Self, StoreError> {
-        Ok(PositionHash {
-            position: f.int()?,
-            hash: f.bytes()?.to_vec(),
-        })
+/// A SQLite row's columns, from the first.
+struct SqliteColumns<'r, 's> {
+    row: &'r rusqlite::Row<'s>,
+    at: usize,
+}
+
+impl SqliteColumns<'_, '_> {
+    fn next<T: rusqlite::types::FromSql>(&mut self) -> Result<T, StoreError> {
+        let value = self.row.get(self.at).map_err(scan_error)?;
+        self.at += 1;
+        Ok(value)
+    }
+}
+
+impl Columns for SqliteColumns<'_, '_> {
+    fn int(&mut self) -> Result<i64, StoreError> {
+        self.next()
+    }
+
+    fn text(&mut self) -> Result<String, StoreError> {
+        self.next()
+    }
+
+    fn blob(&mut self) -> Result<Vec<u8>, StoreError> {
+        self.next()
     }
 }
 
@@ -146,7 +156,7 @@ fn scan_sqlite<T: ScanRow>(
     let mut rows = statement.query([]).map_err(scan_error)?;
     let mut batch = Vec::with_capacity(BATCH);
     while let Some(row) = rows.next().map_err(scan_error)? {
-        batch.push(T::from_sqlite(row).map_err(scan_error)?);
+        batch.push(T::read(&mut SqliteColumns { row, at: 0 })?);
         if batch.len() == BATCH {
             let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
             if tx.blocking_send(Ok(full)).is_err() {
@@ -243,7 +253,7 @@ fn next_tuple<T: ScanRow>(data: &[u8]) -> Result<Option<(Option<T>, usize)>, Sto
     let mut fields = Fields {
         data: &data[2..end],
     };
-    Ok(Some((Some(T::from_copy(&mut fields)?), end)))
+    Ok(Some((Some(T::read(&mut fields)?), end)))
 }
 
 /// The fields of one binary `COPY` tuple, read in order.
@@ -266,7 +276,9 @@ impl<'a> Fields<'a> {
         self.data = &self.data[4 + len..];
         Ok(value)
     }
+}
 
+impl Columns for Fields<'_> {
     fn int(&mut self) -> Result<i64, StoreError> {
         let bytes: [u8; 8] = self
             .bytes()?
@@ -277,6 +289,10 @@ impl<'a> Fields<'a> {
 
     fn text(&mut self) -> Result<String, StoreError> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| copy_error("text is not UTF-8"))
+    }
+
+    fn blob(&mut self) -> Result<Vec<u8>, StoreError> {
+        Ok(self.bytes()?.to_vec())
     }
 }
 
