@@ -4,7 +4,8 @@
 # Python tools schemathesis and openapi-spec-validator, and moto's S3 server), starts throwaway
 # PostgreSQL and NATS on free loopback ports with their data in a temp dir,
 # runs fmt, clippy, the whole test suite against both back ends, the
-# upstream Python SDK's suite (tests/sdk) and schemathesis against the served
+# upstream Python SDK's suite (tests/sdk), the web UI's browser suite
+# (tests/ui, Chromium) and schemathesis against the served
 # OpenAPI document, and always stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,12 +60,15 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Each test's service holds a pool and its consumers' connections, and two
+# run at once, some with several replicas: 400 ran out once the UI's tests
+# joined.
 log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
 mkdir -p "$WORK/pg" "$WORK/pgsock"
 chown postgres:postgres "$WORK/pg" "$WORK/pgsock"
 su postgres -s /bin/sh -c "'$PG_BIN/initdb' -D '$WORK/pg' -U postgres --auth=trust -E UTF8 --no-locale" >/dev/null
 su postgres -s /bin/sh -c "'$PG_BIN/pg_ctl' -D '$WORK/pg' -l '$WORK/pg.log' -w start \
-  -o \"-c listen_addresses=127.0.0.1 -p $PG_PORT -k $WORK/pgsock -c fsync=off -c max_connections=400\"" >/dev/null
+  -o \"-c listen_addresses=127.0.0.1 -p $PG_PORT -k $WORK/pgsock -c fsync=off -c max_connections=1500\"" >/dev/null
 
 log "starting nats-server (JetStream) on 127.0.0.1:$NATS_PORT"
 mkdir -p "$WORK/nats"
@@ -89,6 +93,10 @@ export AGON_TEST_REDIS_SERVER=$(command -v redis-server)
 # Backup storage tests start their own S3-compatible server (moto) with this.
 export AGON_TEST_S3_SERVER=$(command -v moto_server || echo "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/moto_server")
 
+# Tests open many sockets at once (one holds a thousand stalled
+# connections); a machine's default soft limit of 1024 is too few.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy -D warnings"
@@ -106,6 +114,20 @@ if [ "$SDK_OK" = 1 ]; then
   AGON_BINARY="$ROOT/target/debug/agon" "$WORK/sdk/bin/python" -W ignore -m unittest discover -s tests/sdk -v 2>&1 | tail -n 40 || SDK_OK=0
 fi
 [ "$SDK_OK" = 1 ] || log "the SDK suite failed (see above)"
+
+log "the web UI in Chromium (tests/ui) against the release binary"
+UI_OK=1
+if [ ! -x /usr/bin/chromium ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } || UI_OK=0
+fi
+cargo build --release --bin agon || UI_OK=0
+# Playwright drives the system's Chromium: no `playwright install`.
+python3 -m venv "$WORK/ui" && "$WORK/ui/bin/pip" install -q --disable-pip-version-check 'playwright==1.65.2' 'axe-playwright-python==0.1.8' pytest >/dev/null || UI_OK=0
+if [ "$UI_OK" = 1 ]; then
+  AGON_BIN="$ROOT/target/release/agon" "$WORK/ui/bin/python" -m pytest -q tests/ui 2>&1 | tail -n 40 || UI_OK=0
+fi
+[ "$UI_OK" = 1 ] || log "the browser suite failed (see above)"
 
 log "schemathesis against the served OpenAPI document"
 API_PORT=$(free_port)
@@ -148,4 +170,4 @@ done
 SUMMARY_OK=1
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "%d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }' "$WORK/test.log" || SUMMARY_OK=0
-[ "$TESTS_OK" = 1 ] && [ "$SDK_OK" = 1 ] && [ "$FUZZ_OK" = 1 ] && [ "$SUMMARY_OK" = 1 ]
+[ "$TESTS_OK" = 1 ] && [ "$SDK_OK" = 1 ] && [ "$UI_OK" = 1 ] && [ "$FUZZ_OK" = 1 ] && [ "$SUMMARY_OK" = 1 ]

@@ -29,6 +29,8 @@ use crate::store::{Db, EventLog, StoreError};
 use crate::webhooks::{Webhooks, WebhooksError};
 use crate::{http, projection};
 
+mod console;
+
 #[derive(Debug, Error)]
 pub enum StartError {
     #[error("cannot open the event store: {0}")]
@@ -147,6 +149,7 @@ impl App {
         let limits = TextLimits {
             topic_chars: settings.agents.max_topic_chars,
             context_chars: settings.agents.max_context_chars,
+            search_chars: settings.agents.max_search_chars,
         };
         let debates = Debates::new(
             log.clone(),
@@ -155,7 +158,8 @@ impl App {
             runner.clone(),
             limits,
         )
-        .with_read_cache(settings.http.read_cache);
+        .with_read_cache(settings.http.read_cache)
+        .with_public_url(&settings.auth.public_url);
         let reviews = Reviews::new(
             log.clone(),
             clock.clone(),
@@ -302,7 +306,29 @@ impl App {
             tasks.push(tokio::spawn(watch));
         }
 
-        let router = http::router(self.clone());
+        self.push
+            .render_with(crate::web::pages::live_html::renderer);
+        let pages = crate::web::WebState::new(
+            self.auth.clone(),
+            self.debates.clone(),
+            self.agents.clone(),
+            self.settings.web,
+        );
+        let pages = pages.with_console(crate::web::console::Console {
+            ops: self.ops.clone(),
+            push: self.push.clone(),
+            platform: Arc::new(console::HttpReport {
+                ops: self.ops.clone(),
+                http: self.http.clone(),
+                table: Arc::new(http::routes().into_parts().1),
+                recent_errors: self.settings.web.recent_errors,
+            }),
+        });
+        let router = http::router_with_pages(
+            self.clone(),
+            crate::web::router(pages),
+            crate::web::not_found_page,
+        );
         let options = http::serve::ServeOptions {
             limits: self.settings.http.connections.clone(),
             exempt: self.settings.rate_limits.trusted_proxies.clone(),

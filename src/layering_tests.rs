@@ -1,5 +1,5 @@
 //! The module dependencies point one way (ARCHITECTURE.md "Invariants"):
-//! faces (`http`, `cli`) → services (`auth`, `debates`, `ops`, `runner`,
+//! faces (`http`, `web`, `cli`) → services (`auth`, `debates`, `ops`, `runner`,
 //! `agents`, `mail`, `views`, `push`) → adapters (`store`, `bus`, `projection`,
 //! `crypto`, `config`, `clock`) → the domain crates. Only the composition
 //! root (`app.rs`, `main.rs`) sees every layer. Checked on the sources'
@@ -101,7 +101,7 @@ fn offenders(target: &str, allowed: &[&str]) -> Vec<String> {
 
 #[test]
 fn only_the_composition_root_sees_the_faces() {
-    for face in ["http", "cli"] {
+    for face in ["http", "cli", "web"] {
         let found = offenders(face, &["app", "main"]);
         assert!(found.is_empty(), "{found:?} depend on the {face} face");
     }
@@ -113,7 +113,7 @@ fn only_the_composition_root_sees_the_faces() {
 fn adapters_never_call_services() {
     for service in SERVICES {
         let mut allowed = SERVICES.to_vec();
-        allowed.extend(["app", "main", "http", "cli"]);
+        allowed.extend(["app", "main", "http", "cli", "web"]);
         let found = offenders(service, &allowed);
         assert!(
             found.is_empty(),
@@ -138,9 +138,12 @@ fn the_check_sees_grouped_and_nested_paths() {
 fn only_the_http_face_speaks_http() {
     let found: Vec<String> = sources()
         .into_iter()
-        .filter(|(path, _)| module_of(path) != "http")
+        .filter(|(path, _)| !["http", "web"].contains(&module_of(path)))
         .filter(|(_, text)| production(text).contains("axum::"))
         .map(|(path, _)| path)
         .collect();
-    assert!(found.is_empty(), "{found:?} use axum outside the HTTP face");
+    assert!(
+        found.is_empty(),
+        "{found:?} use axum outside the HTTP and web faces"
+    );
 }

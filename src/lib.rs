@@ -27,6 +27,7 @@ pub mod debates;
 pub mod errors;
 pub mod http;
 pub mod mail;
+pub mod markdown;
 pub mod ops;
 pub mod outside;
 pub mod projection;
@@ -38,6 +39,7 @@ pub mod runner;
 pub mod scm;
 pub mod store;
 pub mod views;
+pub mod web;
 pub mod webhooks;
 
 #[cfg(test)]

@@ -18,8 +18,6 @@ pub const WEBHOOK_EVENTS: [&str; 3] = ["debate.completed", "debate.verdict", "de
 
 /// The most event names one subscription lists.
 const MAX_EVENTS: usize = WEBHOOK_EVENTS.len();
-/// The longest description kept.
-pub const MAX_DESCRIPTION_CHARS: usize = 500;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Webhook {
@@ -45,6 +43,8 @@ pub enum WebhookCommand {
         url: String,
         events: Vec<String>,
         description: Option<String>,
+        /// The longest description the service takes, in characters.
+        description_max: usize,
         /// The signing secret as the field cipher sealed it.
         secret: Value,
         at: DateTime<Utc>,
@@ -55,6 +55,8 @@ pub enum WebhookCommand {
         url: Option<String>,
         events: Option<Vec<String>>,
         description: Option<String>,
+        /// The longest description the service takes, in characters.
+        description_max: usize,
         active: Option<bool>,
         at: DateTime<Utc>,
     },
@@ -134,15 +136,15 @@ pub enum WebhookError {
     Exists,
     #[error("events must list 1 to {MAX_EVENTS} of: {}", WEBHOOK_EVENTS.join(", "))]
     BadEvents,
-    #[error("description is longer than {MAX_DESCRIPTION_CHARS} characters")]
-    LongDescription,
+    #[error("description is longer than {max} characters")]
+    LongDescription { max: usize },
 }
 
 crate::rejections!(WebhookError {
     Self::NotFound => NotFound, "WEBHOOK_NOT_FOUND",
     Self::Exists => Conflict, "WEBHOOK_EXISTS",
     Self::BadEvents => Invalid, "WEBHOOK_EVENTS",
-    Self::LongDescription => Invalid, "WEBHOOK_DESCRIPTION",
+    Self::LongDescription { .. } => Invalid, "WEBHOOK_DESCRIPTION",
 });
 
 /// The event names, each known, without repeats, in the given order.
@@ -158,11 +160,9 @@ fn check_events(events: &[String]) -> Result<(), WebhookError> {
     Ok(())
 }
 
-fn check_description(description: Option<&String>) -> Result<(), WebhookError> {
+fn check_description(description: Option<&String>, max: usize) -> Result<(), WebhookError> {
     match description {
-        Some(text) if text.chars().count() > MAX_DESCRIPTION_CHARS => {
-            Err(WebhookError::LongDescription)
-        }
+        Some(text) if text.chars().count() > max => Err(WebhookError::LongDescription { max }),
         _ => Ok(()),
     }
 }
@@ -185,6 +185,7 @@ impl Decide for Webhook {
                 url,
                 events,
                 description,
+                description_max,
                 secret,
                 at,
             } => {
@@ -192,7 +193,7 @@ impl Decide for Webhook {
                     return Err(WebhookError::Exists);
                 }
                 check_events(&events)?;
-                check_description(description.as_ref())?;
+                check_description(description.as_ref(), description_max)?;
                 Ok(vec![E::WebhookCreated {
                     subscription_id,
                     owner,
@@ -208,6 +209,7 @@ impl Decide for Webhook {
                 url,
                 events,
                 description,
+                description_max,
                 active,
                 at,
             } => {
@@ -215,7 +217,7 @@ impl Decide for Webhook {
                 if let Some(events) = &events {
                     check_events(events)?;
                 }
-                check_description(description.as_ref())?;
+                check_description(description.as_ref(), description_max)?;
                 let mut out = Vec::new();
                 if url.is_some() || events.is_some() || description.is_some() {
                     out.push(E::WebhookUpdated {
@@ -332,6 +334,7 @@ mod tests {
             url: None,
             events: events.map(|e| e.into_iter().map(str::to_owned).collect()),
             description: None,
+            description_max: 500,
             active,
             at: at(),
         }

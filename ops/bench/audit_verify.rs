@@ -18,6 +18,8 @@ use cqrs_es::persist::SerializedEvent;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+/// Rounds when `AGON_BENCH_ROUNDS` does not say (more make a profile of the
+/// verification itself).
 const ROUNDS: usize = 3;
 const STREAMS: usize = 200;
 const PER_STREAM: usize = 100;
@@ -78,7 +80,11 @@ async fn bench_backend(name: &str, log: EventLog) {
     let (messages, leaves) = fill(&log, &key).await;
     let bytes: usize = messages.iter().map(Vec::len).sum();
     let (mut best_verify, mut best_raw) = (0f64, 0f64);
-    for _ in 0..ROUNDS {
+    let rounds = std::env::var("AGON_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(ROUNDS);
+    for _ in 0..rounds {
         let started = Instant::now();
         let report = log.verify(&key.public_hex()).await.unwrap();
         let seconds = started.elapsed().as_secs_f64();

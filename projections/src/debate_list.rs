@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::tables::{Cells, Changes};
 use crate::{DocumentProjection, debates::Debates};
 
-/// One row per debate: `debate_id`, `owner`, `status`, `sort_key`, `item`.
+/// One row per debate: `debate_id`, `owner`, `status`, `sort_key`, `item`,
+/// `topic_folded` (the topic as [`fold`] leaves it, for search).
 pub const LIST_TABLE: &str = "debate_list";
 /// Debates per `(owner, status)`, `debates`.
 pub const COUNT_TABLE: &str = "debate_list_counts";
@@ -98,6 +99,13 @@ pub fn consensus_name(status: ConsensusStatus) -> &'static str {
     }
 }
 
+/// Text as search compares it: lower case by Unicode's rules (SQLite's
+/// `lower()` and `LIKE` fold ASCII only), so a topic and a query folded
+/// alike match whatever their case.
+pub fn fold(text: &str) -> String {
+    text.to_lowercase()
+}
+
 fn count_key(owner: &str, status: &str) -> Cells {
     vec![("owner", owner.into()), ("status", status.into())]
 }
@@ -125,6 +133,7 @@ pub fn list_rows(before: Option<&Debate>, after: &Debate, changes: &mut Changes)
                 Debates::sort_key(after).unwrap_or_default().into(),
             ),
             ("item", item.into()),
+            ("topic_folded", fold(&after.topic).into()),
         ],
     );
     let before = before.filter(|d| d.exists()).map(|d| d.status);

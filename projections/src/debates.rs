@@ -1,9 +1,11 @@
 //! The `debates` read model: one document per debate, folded by the same
-//! function the aggregate uses, so a debate reads exactly as it was decided.
+//! function the aggregate uses, so a debate reads exactly as it was decided;
+//! beside it the list's and the gallery's tables.
 
 use agon_aggregates::debate::{Debate, DebateEvent};
 
 use crate::debate_list::{COUNT_TABLE, LIST_TABLE, list_rows};
+use crate::gallery::{GALLERY_TABLE, gallery_rows};
 use crate::tables::Changes;
 use crate::{DecodeError, DocumentProjection, EventRecord};
 
@@ -35,11 +37,12 @@ impl DocumentProjection for Debates {
         Some(doc.status.as_str().to_owned())
     }
 
-    const TABLES: &'static [&'static str] = &[LIST_TABLE, COUNT_TABLE];
+    const TABLES: &'static [&'static str] = &[LIST_TABLE, COUNT_TABLE, GALLERY_TABLE];
 
     fn rows(before: Option<&Debate>, after: Option<&Debate>, changes: &mut Changes) {
         if let Some(after) = after {
             list_rows(before, after, changes);
+            gallery_rows(before, after, changes);
         }
     }
 

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod backups;
 pub mod debate_list;
 pub mod debates;
+pub mod gallery;
 pub mod leaderboard;
 pub mod record;
 pub mod reviews;

@@ -264,6 +264,7 @@ pub(super) mod tests {
             shutdown_grace: Duration::from_secs(1),
             max_topic_chars: 2_000,
             max_context_chars: 20_000,
+            max_search_chars: 200,
             demo_delta_delay: Duration::ZERO,
             delta_buffer: 64,
         }

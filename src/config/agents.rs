@@ -79,6 +79,9 @@ pub struct AgentSettings {
     /// `SERVICE_MAX_CONTEXT_CHARS`: longest debate context, in characters.
     /// Default 20000.
     pub max_context_chars: usize,
+    /// `SERVICE_DEBATE_SEARCH_MAX_CHARS`: longest topic search (`q`) on the
+    /// debates list, in characters. Default 200.
+    pub max_search_chars: usize,
     /// `SERVICE_DEMO_DELTA_DELAY_MS`: the pause before each piece a demo
     /// agent writes (its answer comes in a few `agent.delta` frames, so the
     /// live view works without keys). 0 answers at once, in the append that
@@ -168,6 +171,8 @@ impl AgentSettings {
                 10_000_000,
                 20_000,
             )? as usize,
+            max_search_chars: vars.within_u32("SERVICE_DEBATE_SEARCH_MAX_CHARS", 1, 100_000, 200)?
+                as usize,
             demo_delta_delay: Duration::from_millis(
                 vars.within_u32("SERVICE_DEMO_DELTA_DELAY_MS", 0, 10_000, 20)?
                     .into(),

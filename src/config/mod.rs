@@ -12,6 +12,7 @@ mod outside;
 mod push;
 mod scm;
 mod values;
+mod web;
 mod webhooks;
 
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ pub use push::{ConnectionCaps, PushSettings};
 pub use scm::ScmSettings;
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
+pub use web::WebSettings;
 pub use webhooks::WebhookSettings;
 
 /// Everything the service reads from its environment.
@@ -91,6 +93,8 @@ pub struct Settings {
     pub consumer_retry: crate::bus::RetryPolicy,
     /// `SERVICE_WEBHOOK_*`: outgoing webhook deliveries.
     pub webhooks: WebhookSettings,
+    /// `SERVICE_UI_*`: the web UI's pages.
+    pub web: WebSettings,
     /// `SERVICE_NATS_PUBLIC_*`: the stream outside subscribers read.
     pub public_stream: PublicStreamSettings,
     /// `SCM_*`, `SERVICE_SCM_*`, `SERVICE_REVIEW_*`: the source-host
@@ -229,6 +233,7 @@ impl Settings {
                 )?),
             },
             webhooks: WebhookSettings::read(&vars)?,
+            web: WebSettings::read(&vars)?,
             public_stream: PublicStreamSettings::read(&vars)?,
             scm: ScmSettings::read(&vars, environment == Environment::Production)?,
             backup: BackupSettings::read(

@@ -42,6 +42,9 @@ pub struct WebhookSettings {
     /// `SERVICE_WEBHOOK_URL_MAX_CHARS`: the longest URL a subscription may
     /// have, in characters. Default 2048.
     pub url_max_chars: usize,
+    /// `SERVICE_WEBHOOK_DESCRIPTION_MAX_CHARS`: the longest description a
+    /// subscription may have, in characters. Default 500.
+    pub description_max_chars: usize,
 }
 
 impl WebhookSettings {
@@ -84,6 +87,12 @@ impl WebhookSettings {
             max_per_user: vars.within_u32("SERVICE_WEBHOOK_MAX_PER_USER", 1, 10_000, 20)? as usize,
             url_max_chars: vars.within_u32("SERVICE_WEBHOOK_URL_MAX_CHARS", 8, 65_536, 2_048)?
                 as usize,
+            description_max_chars: vars.within_u32(
+                "SERVICE_WEBHOOK_DESCRIPTION_MAX_CHARS",
+                1,
+                65_536,
+                500,
+            )? as usize,
         })
     }
 }

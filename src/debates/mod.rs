@@ -3,11 +3,15 @@
 //! before it becomes a command ([`rules`]).
 
 mod cache;
+mod gallery;
 pub mod rules;
+mod search;
 mod service;
 
 /// A page of the debates list as stored: items to serve unparsed, and the total.
 pub use crate::projection::reads::DebatePage;
 pub use cache::ReadCacheSettings;
+pub use gallery::GalleryError;
 pub use rules::{CreateError, NewDebate, TextLimits, auto_agents, protocol_for};
+pub use search::{SearchError, TopicSearch};
 pub use service::{DebateOutcome, Debates};

@@ -10,11 +10,13 @@ use crate::agents::{Agents, Provider, ResolveError};
 use crate::store::{CommandError, StoreError};
 
 /// How long a topic and a context may be (`SERVICE_MAX_TOPIC_CHARS`,
-/// `SERVICE_MAX_CONTEXT_CHARS`), in characters as sent.
+/// `SERVICE_MAX_CONTEXT_CHARS`), in characters as sent, and a search of
+/// the list (`SERVICE_DEBATE_SEARCH_MAX_CHARS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextLimits {
     pub topic_chars: usize,
     pub context_chars: usize,
+    pub search_chars: usize,
 }
 
 /// A debate as asked for, before checks.

@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use super::cache::{ReadCache, ReadCacheSettings};
 use super::rules::{CreateError, NewDebate, TextLimits, protocol_for};
+use super::search::{SearchError, TopicSearch};
 use crate::agents::Agents;
 use crate::auth::Caller;
 use crate::clock::Clock;
@@ -46,6 +47,9 @@ pub struct Debates {
     runner: Runner,
     limits: TextLimits,
     cache: ReadCache,
+    /// Where this service is reached (`SERVICE_PUBLIC_URL`), for the
+    /// gallery's links.
+    public_url: Arc<str>,
 }
 
 impl Debates {
@@ -64,7 +68,19 @@ impl Debates {
             runner,
             limits,
             cache: ReadCache::default(),
+            public_url: Arc::from(""),
         }
+    }
+
+    /// Links the gallery's pages under `public_url` (no trailing slash).
+    pub fn with_public_url(mut self, public_url: &str) -> Self {
+        self.public_url = Arc::from(public_url.trim_end_matches('/'));
+        self
+    }
+
+    /// Where this service is reached, for links (`SERVICE_PUBLIC_URL`).
+    pub fn public_url(&self) -> &str {
+        &self.public_url
     }
 
     /// Keeps recent list pages and leaderboards as `settings` say.
@@ -85,6 +101,14 @@ impl Debates {
 
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
+    }
+
+    pub(super) fn log(&self) -> &EventLog {
+        &self.log
+    }
+
+    pub(super) fn documents(&self) -> &Documents {
+        &self.documents
     }
 
     /// Creates a debate and, when a slot is free, starts it before returning.
@@ -197,6 +221,25 @@ impl Debates {
         }
     }
 
+    /// The debate `id` as its events in the log leave it, and the position
+    /// of the last of them (where a live reader picks up), if `caller` may
+    /// see it.
+    pub async fn recorded(
+        &self,
+        caller: &Caller,
+        id: &DebateId,
+    ) -> Result<Option<(Debate, i64)>, StoreError> {
+        let stream = self
+            .log
+            .load_stream(DEBATE_AGGREGATE, id.as_str(), 0)
+            .await?;
+        let Some(position) = stream.last().map(|e| e.position) else {
+            return Ok(None);
+        };
+        let debate = self.as_of(caller, id, AsOf::Position(position)).await?;
+        Ok(debate.map(|d| (d, position)))
+    }
+
     /// The debate's owner and the last of its events the read model
     /// applied: its version, read without its document.
     pub async fn version(
@@ -206,16 +249,29 @@ impl Debates {
         reads::document_version::<DebateDocs>(&self.log, DEBATE_AGGREGATE, id).await
     }
 
+    /// The topic search `text` asks for, checked against the configured length.
+    pub fn search(&self, text: &str) -> Result<Option<TopicSearch>, SearchError> {
+        TopicSearch::parse(text, self.limits.search_chars)
+    }
+
     /// A page of the caller's debates (every debate for admins) as the
-    /// list table stores them, newest first, with how many match in all.
+    /// list table stores them, newest first, with how many match in all;
+    /// with a `search`, only those whose topic contains it (ignoring case).
     pub async fn list_page(
         &self,
         caller: &Caller,
         state: Option<&str>,
+        search: Option<&TopicSearch>,
         limit: u32,
         offset: u64,
     ) -> Result<Arc<DebatePage>, StoreError> {
         let filter = filter_for(caller, state);
+        if let Some(search) = search {
+            // Searches vary too much to be worth keeping.
+            let page = reads::debate_search_page(&self.log, filter, search.as_str(), limit, offset)
+                .await?;
+            return Ok(Arc::new(page));
+        }
         let key = (
             filter.owner.map(str::to_owned),
             state.map(str::to_owned),

@@ -14,6 +14,7 @@ use crate::agents::Agents;
 use crate::agents::{BreakerStatus, ProviderStatus};
 use crate::debates::Debates;
 use crate::http::shared::Shared;
+use crate::views::leaderboard::{self, Ranked};
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -128,19 +129,6 @@ pub struct RankingQuery {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Ranked {
-    pub rank: usize,
-    pub name: String,
-    pub elo: f64,
-    pub debates: u64,
-    pub wins: u64,
-    pub losses: u64,
-    pub draws: u64,
-    /// Debates in which the agent failed.
-    pub failures: u64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
 pub struct Rankings {
     #[schema(value_type = Vec<Ranked>)]
     pub agents: Shared<Ranked>,
@@ -161,28 +149,12 @@ async fn ranked(debates: &Debates, query: RankingQuery) -> Result<Rankings, ApiE
     let offset = super::debates::page_offset(query.offset)?;
     let min_debates = u64::try_from(query.min_debates.unwrap_or(0))
         .map_err(|_| ApiError::bad_request("min_debates must not be negative"))?;
-    let view = debates.leaderboard().await?;
-    let ranked: Vec<_> = view
-        .ranked()
-        .into_iter()
-        .filter(|(_, r)| r.debates >= min_debates)
-        .collect();
+    let ranked = leaderboard::ranked(&*debates.leaderboard().await?, min_debates);
     let total = ranked.len();
     let agents = ranked
         .into_iter()
-        .enumerate()
         .skip(offset as usize)
         .take(limit as usize)
-        .map(|(i, (name, r))| Ranked {
-            rank: i + 1,
-            name: name.clone(),
-            elo: (r.elo * 10.0).round() / 10.0,
-            debates: r.debates,
-            wins: r.wins,
-            losses: r.losses,
-            draws: r.draws,
-            failures: r.failures,
-        })
         .collect();
     let agents = Shared::new(agents);
     Ok(Rankings {

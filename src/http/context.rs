@@ -155,10 +155,14 @@ fn secure(headers: &mut HeaderMap) {
         .is_some_and(|v| v.starts_with("text/html"));
     if html {
         headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        headers.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("frame-ancestors 'none'"),
-        );
+        // A page with needs of its own (Redoc's injected styles) sets its
+        // own policy; every other page gets the one policy.
+        if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(crate::views::PAGE_POLICY),
+            );
+        }
     }
 }
 

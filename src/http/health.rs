@@ -330,3 +330,9 @@ async fn detailed(
     };
     (probe.http_status(), Json(body))
 }
+
+/// The body of `GET /api/health/detailed` as JSON, for the web console.
+pub async fn detailed_json(ops: &Ops, http: &HttpState) -> serde_json::Value {
+    let (_, Json(body)) = detailed(State(ops.clone()), State(http.clone())).await;
+    serde_json::to_value(body).unwrap_or_default()
+}

@@ -23,6 +23,7 @@ pub mod dr;
 pub mod error;
 pub mod etag;
 pub mod extract;
+pub mod gallery;
 pub mod health;
 pub mod metrics;
 pub mod privacy;
@@ -42,8 +43,9 @@ pub mod ws;
 
 use std::sync::Arc;
 
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -83,6 +85,7 @@ pub fn routes() -> Routes {
         .merge(backups::routes())
         .merge(dr::routes())
         .merge(audit::routes())
+        .merge(gallery::routes())
 }
 
 /// The full API router.
@@ -90,10 +93,32 @@ pub fn router(state: impl Into<ApiState>) -> Router {
     with_platform(state, routes())
 }
 
+/// The API's router with another face's `pages` (the web UI) inside the
+/// same platform layers: request id, span, metrics, security headers, body
+/// and time limits, the address's rate limits. The pages are not in the
+/// route table or the OpenAPI document and judge their own credentials.
+/// A browser (`Accept: text/html`) asking for an unknown path outside
+/// `/api` gets `not_found_page`; everyone else the API's 404.
+pub fn router_with_pages(
+    state: impl Into<ApiState>,
+    pages: Router,
+    not_found_page: fn() -> Response,
+) -> Router {
+    platform(state.into(), routes(), pages, Some(not_found_page))
+}
+
 /// `routes` inside the platform layers, documented and limited like the
 /// rest of the API.
 pub fn with_platform(state: impl Into<ApiState>, routes: Routes) -> Router {
-    let app: ApiState = state.into();
+    platform(state.into(), routes, Router::new(), None)
+}
+
+fn platform(
+    app: ApiState,
+    routes: Routes,
+    pages: Router,
+    not_found_page: Option<fn() -> Response>,
+) -> Router {
     let (router, table, paths, schemas) = routes.into_parts();
     let table = Arc::new(table);
     let mut document = docs::document(paths, schemas, &table);
@@ -102,16 +127,29 @@ pub fn with_platform(state: impl Into<ApiState>, routes: Routes) -> Router {
         app.agents.name_pattern(),
         app.debates.limits(),
     );
-    webhooks::fit_schema(&mut document, app.webhooks.url_max_chars());
+    webhooks::fit_schema(
+        &mut document,
+        app.webhooks.url_max_chars(),
+        app.webhooks.description_max_chars(),
+    );
     let docs = Arc::new(ApiDocs::new(&document));
     let platform = Platform {
         auth: app.auth.clone(),
         http: app.http.clone(),
         routes: table.clone(),
     };
-    let http = &app.settings.http;
+    let http = app.settings.http.clone();
     router
-        .fallback(error::not_found)
+        .with_state(app)
+        .merge(pages)
+        .fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap| async move {
+                match not_found_page {
+                    Some(page) if !version::is_api(uri.path()) && accepts_html(&headers) => page(),
+                    _ => error::not_found(method, uri).await.into_response(),
+                }
+            },
+        )
         .layer(axum::middleware::from_fn(access::guard))
         .layer(from_fn_with_state(
             platform.clone(),
@@ -127,7 +165,14 @@ pub fn with_platform(state: impl Into<ApiState>, routes: Routes) -> Router {
         .layer(Extension(table))
         .layer(from_fn_with_state(platform, context::context))
         .layer(cors(&http.allowed_origins))
-        .with_state(app)
+}
+
+fn accepts_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/html"))
 }
 
 fn cors(origins: &[String]) -> CorsLayer {

@@ -228,3 +228,41 @@ async fn rate_limit_status(
         limits,
     }))
 }
+
+/// The bodies of `GET /api/system/rate-limits` and
+/// `/api/rate-limits/config` as JSON, for the web console.
+pub async fn limiter_json(
+    http: &HttpState,
+    table: Arc<RouteTable>,
+) -> (serde_json::Value, serde_json::Value) {
+    let Json(state) = system_rate_limits(State(http.clone())).await;
+    let Json(config) = rate_limit_config(State(http.clone()), Extension(table)).await;
+    (
+        serde_json::to_value(state).unwrap_or_default(),
+        serde_json::to_value(config).unwrap_or_default(),
+    )
+}
+
+/// The body of `GET /api/rate-limit/status` for `user_id`, for the web UI.
+pub async fn status_json(http: &HttpState, user_id: &str) -> serde_json::Value {
+    let principal = Principal {
+        user_id: user_id.to_owned(),
+        tier: None,
+    };
+    match rate_limit_status(State(http.clone()), Some(Extension(principal))).await {
+        Ok(Json(status)) => serde_json::to_value(status).unwrap_or_default(),
+        Err(_) => serde_json::Value::Null,
+    }
+}
+
+/// The latest error responses (at most `limit`) as the body of
+/// `GET /api/system/errors`, for the web console.
+pub fn errors_json(http: &HttpState, limit: usize) -> serde_json::Value {
+    let (errors, total) = http.recent_errors.latest(limit);
+    serde_json::to_value(RecentErrorsPage {
+        errors,
+        total,
+        capacity: CAPACITY,
+    })
+    .unwrap_or_default()
+}

@@ -23,7 +23,7 @@ use super::version::ApiVersion;
 use crate::auth::{Caller, Credential};
 use crate::webhooks::{Changes, DeliveryRow, SubscriptionRow, Webhooks, WebhooksError, WithSecret};
 use crate::webhooks::{sign, url_form};
-use agon_aggregates::webhook::{MAX_DESCRIPTION_CHARS, WEBHOOK_EVENTS};
+use agon_aggregates::webhook::WEBHOOK_EVENTS;
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -44,8 +44,8 @@ pub fn routes() -> Routes {
 /// the host points is checked on top of it and refused with 422.
 ///
 /// The other fields are stated as the Webhook aggregate and the signer
-/// check them.
-pub fn fit_schema(doc: &mut Value, url_max_chars: usize) {
+/// check them, with the description's bound from the settings.
+pub fn fit_schema(doc: &mut Value, url_max_chars: usize, description_max_chars: usize) {
     for component in ["CreateWebhook", "UpdateWebhook"] {
         let pointer = format!("/components/schemas/{component}/properties");
         let Some(fields) = doc.pointer_mut(&pointer) else {
@@ -61,7 +61,7 @@ pub fn fit_schema(doc: &mut Value, url_max_chars: usize) {
         events["minItems"] = json!(1);
         events["maxItems"] = json!(WEBHOOK_EVENTS.len());
         events["uniqueItems"] = json!(true);
-        fields["description"]["maxLength"] = json!(MAX_DESCRIPTION_CHARS);
+        fields["description"]["maxLength"] = json!(description_max_chars);
         if let Some(secret) = fields.get_mut("secret") {
             secret["pattern"] = json!(sign::SECRET_PATTERN);
         }

@@ -18,7 +18,7 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{ConnectInfo, State};
 use axum::http::HeaderMap;
-use axum::http::header::{HOST, ORIGIN, SEC_WEBSOCKET_PROTOCOL};
+use axum::http::header::{COOKIE, HOST, ORIGIN, SEC_WEBSOCKET_PROTOCOL};
 use axum::response::Response;
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
@@ -79,6 +79,10 @@ pub struct WsQuery {
     pub since: Option<i64>,
     /// Comma-separated frame types to receive (default all).
     pub kinds: Option<String>,
+    /// `json` (default) or `html`: the web UI's fragments (needs
+    /// `debate_id` and `since`, no `kinds`).
+    #[param(pattern = "^(json|html)$")]
+    pub format: Option<String>,
 }
 
 /// Opens the WebSocket push (the protocol is in the description).
@@ -114,6 +118,7 @@ async fn ws_upgrade(
             "The WebSocket push is not running".to_owned(),
         ));
     }
+    let html = html_mode(&push, &query)?;
     let caller = authenticate(&push, &auth, &query, &headers, connect.map(|c| (c.0).0)).await?;
     let tier = principal.and_then(|p| p.0.tier).unwrap_or(Tier::Free);
     let caps = push.settings().max_connections;
@@ -146,6 +151,7 @@ async fn ws_upgrade(
                 .map(str::to_owned)
                 .collect()
         }),
+        html,
     };
     let size = push.settings().max_message_size;
     let listening = push.listen();
@@ -157,8 +163,30 @@ async fn ws_upgrade(
         .on_upgrade(move |ws| socket::serve(ws, push, caller, (start, listening), slot)))
 }
 
-/// The caller a ticket, a `token`, a `bearer.` subprotocol or the headers
-/// present, in that order; 401 without one.
+/// Whether the socket asks for the HTML mode, which follows one debate from
+/// a position, every frame of it (its fragments build on each other).
+fn html_mode(push: &Push, query: &WsQuery) -> Result<bool, ApiError> {
+    let bad = |message: &str| ApiError::BadRequest {
+        message: message.to_owned(),
+        details: json!({"parameter": "format"}),
+    };
+    match query.format.as_deref() {
+        None | Some("json") => Ok(false),
+        Some("html") if !push.renders_html() => Err(bad("The HTML mode is not served here")),
+        Some("html") if query.debate_id.is_none() || query.since.is_none() => {
+            Err(bad("format=html needs debate_id and since"))
+        }
+        Some("html") if query.kinds.is_some() || query.all == Some(true) => {
+            Err(bad("format=html takes neither kinds nor all"))
+        }
+        Some("html") => Ok(true),
+        Some(_) => Err(bad("format must be json or html")),
+    }
+}
+
+/// The caller a ticket, a `token`, a `bearer.` subprotocol, the headers or
+/// (from an allowed `Origin` only) the web UI's session cookie present, in
+/// that order; 401 without one.
 async fn authenticate(
     push: &Push,
     auth: &Auth,
@@ -180,12 +208,26 @@ async fn authenticate(
             Err(error) => Err(ApiError::from(&error)),
         };
     }
+    let mut by_cookie = false;
     let presented = match (&query.token, subprotocol_token(headers)) {
         (Some(token), _) if !token.trim().is_empty() => Presented::Bearer(token.trim().to_owned()),
         (_, Some(token)) => Presented::Bearer(token),
-        _ => super::caller::presented(headers),
+        _ => match (super::caller::presented(headers), session_cookie(headers)) {
+            (Presented::Nothing, Some(token)) => {
+                by_cookie = true;
+                Presented::Bearer(token)
+            }
+            (presented, _) => presented,
+        },
     };
     match auth.identify(presented, peer.map(|p| p.ip())).await {
+        // The cookie stands for a signed-in browser only (as on the pages).
+        Ok(Some(caller))
+            if by_cookie
+                && !matches!(caller.credential, crate::auth::Credential::Session { .. }) =>
+        {
+            Err(ApiError::Unauthorized("Authentication required".to_owned()))
+        }
         Ok(Some(caller)) => Ok(caller),
         Ok(None) => Err(ApiError::Unauthorized("Authentication required".to_owned())),
         Err(error) => Err(ApiError::from(&error)),
@@ -201,6 +243,22 @@ fn subprotocol_token(headers: &HeaderMap) -> Option<String> {
         .flat_map(|value| value.split(','))
         .find_map(|entry| entry.trim().strip_prefix("bearer.").map(str::to_owned))
         .filter(|token| !token.is_empty())
+}
+
+/// The web UI's session cookie, only from a browser page of an allowed
+/// origin (checked before, [`origin_allowed`]): a request without `Origin`
+/// never sends it, and a page of another origin was refused already.
+fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers.get(ORIGIN)?;
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|line| line.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == crate::views::SESSION_COOKIE)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
 }
 
 /// A browser's `Origin` must be listed in `SERVICE_ALLOWED_ORIGINS` or be
@@ -341,6 +399,16 @@ mod tests {
             &headers(&[("origin", "https://evil.example")]),
             &allowed
         ));
+    }
+
+    #[test]
+    fn the_session_cookie_counts_only_from_a_page() {
+        let cookie = ("cookie", "a=1; __Host-agon_session=tok.en; b=2");
+        assert_eq!(session_cookie(&headers(&[cookie])), None);
+        let page = headers(&[cookie, ("origin", "http://127.0.0.1:8080")]);
+        assert_eq!(session_cookie(&page).as_deref(), Some("tok.en"));
+        let other = headers(&[("cookie", "__Host-agon_refresh=x"), ("origin", "http://h")]);
+        assert_eq!(session_cookie(&other), None);
     }
 
     #[test]

@@ -88,14 +88,15 @@ const fn tables<P: TableProjection>(version: i64) -> Registered {
 
 /// Every projection the service runs. Raise a version when a fold's rules
 /// change what it stores (version 2 of `admin_stats`: its view became
-/// tables; version 2 of `debates`: it writes the list's tables too).
+/// tables; version 2 of `debates`: it writes the list's tables too;
+/// version 3: the list's folded topic for search, and the gallery).
 pub const REGISTRY: [Registered; 12] = [
     tables::<AdminStats>(2),
     documents::<Accounts>(1),
     documents::<Sessions>(1),
     documents::<ApiKeys>(1),
     documents::<Organizations>(1),
-    documents::<Debates>(2),
+    documents::<Debates>(3),
     view::<Leaderboard>(1),
     tables::<WebhookSubscriptions>(1),
     documents::<Reviews>(1),

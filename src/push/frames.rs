@@ -52,6 +52,10 @@ pub struct Frame {
     pub org_id: Option<String>,
     /// The serialised frame.
     pub json: std::sync::Arc<str>,
+    /// The event it comes from (none for deltas), for another form of it
+    /// (the web UI's HTML mode, [`super::Render`]); frames of one event
+    /// share it.
+    pub event: Option<std::sync::Arc<DebateEvent>>,
 }
 
 /// The wire form of every frame (`event-schemas/ws/<type>.v1.json`).
@@ -115,6 +119,7 @@ pub fn delta(delta: &Delta) -> Frame {
         created_by: delta.created_by.clone(),
         org_id: delta.org_id.clone(),
         json: serde_json::to_string(&wire).unwrap_or_default().into(),
+        event: None,
     }
 }
 
@@ -170,6 +175,7 @@ impl Track {
             self.org_id.clone_from(org_id);
         }
         let (owner, org) = (self.created_by.clone(), self.org_id.clone());
+        let shared = std::sync::Arc::new(event.clone());
         let mut frames = Vec::new();
         let mut push = |kind: &'static str, at: DateTime<Utc>, mut data: Value| {
             data["debate_id"] = json!(debate_id);
@@ -188,6 +194,7 @@ impl Track {
                 created_by: owner.clone(),
                 org_id: org.clone(),
                 json: serde_json::to_string(&wire).unwrap_or_default().into(),
+                event: Some(shared.clone()),
             });
         };
         match event {
@@ -358,6 +365,8 @@ impl Track {
             DebateEvent::DebateResumed { at } => {
                 push("debate_resumed", *at, json!({"status": "running"}));
             }
+            // The gallery is not part of the live debate: no frame.
+            DebateEvent::DebatePublished { .. } | DebateEvent::DebateUnpublished { .. } => {}
         }
         frames
     }

@@ -15,7 +15,7 @@ pub mod session;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use thiserror::Error;
@@ -30,6 +30,22 @@ use crate::clock::Clock;
 use crate::config::PushSettings;
 use crate::debates::Debates;
 use crate::store::{EventLog, StoreError};
+
+/// The frames of one debate in another form, for one socket: the web UI's
+/// HTML mode (`format=html`), whose markup belongs to that face, so the
+/// composition root hands it in ([`Push::render_with`]).
+pub trait Render: Send + std::fmt::Debug {
+    /// Starts from the debate as it stood where the socket begins (`since`),
+    /// for the user `viewer`.
+    fn start(&mut self, debate: agon_aggregates::debate::Debate, viewer: &str);
+    /// What to send for `frame`, if anything; it folds the frame's event in.
+    fn frame(&mut self, frame: &frames::Frame) -> Option<String>;
+    /// What to send once the socket is open and caught up.
+    fn opened(&mut self) -> Option<String>;
+}
+
+/// Makes a fresh [`Render`] for each socket that asks for one.
+pub type Renderer = fn() -> Box<dyn Render>;
 
 /// The gauge of open sockets (spec §4.3).
 pub const CONNECTIONS_GAUGE: &str = "service_websocket_connections";
@@ -114,6 +130,8 @@ struct Inner {
     ends: Arc<Ends>,
     counters: Counters,
     closing: CancellationToken,
+    /// The HTML mode's renderer, once the web face is mounted.
+    html: OnceLock<Renderer>,
 }
 
 impl Push {
@@ -139,7 +157,42 @@ impl Push {
             users: Mutex::default(),
             counters: Counters::default(),
             closing: CancellationToken::new(),
+            html: OnceLock::new(),
         }))
+    }
+
+    /// Serves the HTML mode with `renderer` (the first one set stays).
+    pub fn render_with(&self, renderer: Renderer) {
+        let _ = self.0.html.set(renderer);
+    }
+
+    /// A renderer of debate `id` started from where it stood at `from`.
+    async fn renderer_at(
+        &self,
+        id: &str,
+        from: agon_projections::Cursor,
+        viewer: &str,
+    ) -> Result<Option<Box<dyn Render>>, PushError> {
+        let Some(renderer) = self.0.html.get() else {
+            return Ok(None);
+        };
+        let as_of = crate::projection::replay::AsOf::Position(from.position);
+        let debate = crate::projection::replay::document_as_of::<agon_projections::Debates>(
+            &self.0.log,
+            agon_projections::debates::DEBATE_AGGREGATE,
+            id,
+            as_of,
+        )
+        .await?
+        .unwrap_or_default();
+        let mut render = renderer();
+        render.start(debate, viewer);
+        Ok(Some(render))
+    }
+
+    /// Whether sockets may ask for the HTML mode.
+    pub fn renders_html(&self) -> bool {
+        self.0.html.get().is_some()
     }
 
     pub fn settings(&self) -> &PushSettings {

@@ -70,6 +70,9 @@ pub struct Start {
     pub since: Option<i64>,
     /// Only these frame types (`kinds=a,b`).
     pub kinds: Option<Vec<String>>,
+    /// Frames in the HTML mode's form ([`super::Render`]); the debate and
+    /// `since` are given.
+    pub html: bool,
 }
 
 /// What a client sends.
@@ -98,6 +101,8 @@ pub struct Session {
     receiver: broadcast::Receiver<Arc<LiveBatch>>,
     /// Until the socket loop takes it.
     deltas: Option<Deltas>,
+    /// The HTML mode's form of the frames.
+    render: Option<Box<dyn super::Render>>,
 }
 
 /// The live delta frames of this replica, for one socket.
@@ -165,6 +170,7 @@ impl Session {
             last: head,
             receiver,
             deltas: Some(Deltas(deltas, push.clone())),
+            render: None,
         };
         if let Some(kinds) = start.kinds
             && !session.set_kinds(kinds, out)?
@@ -189,9 +195,16 @@ impl Session {
                     if !session.may_follow(&id, out).await? {
                         return Ok(session);
                     }
+                    if start.html {
+                        let viewer = session.caller.user_id.to_string();
+                        session.render = push.renderer_at(&id, from, &viewer).await?;
+                    }
                     session.add(id);
                 }
                 session.catch_up(from, head, out).await?;
+                if let Some(opened) = session.render.as_mut().and_then(|r| r.opened()) {
+                    out.send_waiting(opened.into()).await?;
+                }
             }
             (None, Some(id)) => session.subscribe(id, out).await?,
             (None, None) => {}
@@ -439,10 +452,17 @@ impl Session {
         if !self.debates.contains(id) && !self.may_read(frame).await? {
             return Ok(());
         }
+        let text = match &mut self.render {
+            Some(render) => match render.frame(frame) {
+                Some(html) => Arc::from(html),
+                None => return Ok(()),
+            },
+            None => frame.json.clone(),
+        };
         if wait {
-            out.send_waiting(frame.json.clone()).await
+            out.send_waiting(text).await
         } else {
-            out.send(frame.json.clone())
+            out.send(text)
         }
     }
 

@@ -135,17 +135,21 @@ impl Receipts {
         let Some(debate_id) = receipt_id.strip_prefix(document::ID_PREFIX) else {
             return Ok(None);
         };
-        let events = self.log.load_stream(DEBATE, debate_id, 0).await?;
+        let mut events = self.log.load_stream(DEBATE, debate_id, 0).await?;
         let Some(first) = events.first() else {
             return Ok(None);
         };
         if !owns(caller, first) || self.expired(debate_id).await? {
             return Ok(None);
         }
-        let last = events.last().unwrap_or(first);
-        if !matches!(last.event_type.as_str(), "DebateCompleted" | "DebateFailed") {
+        // The receipt covers the debate up to its end; what follows it
+        // (publishing to the gallery) is not part of the decision, and the
+        // receipt stays the same bytes whatever follows.
+        let Some(end) = events.iter().position(|e| ends_debate(&e.event_type)) else {
             return Err(ReceiptError::NotFinished);
-        }
+        };
+        events.truncate(end + 1);
+        let last = &events[end];
         if self.log.seal_covering(last.cursor()).await?.is_none() {
             seal_backlog(&self.log, &self.key).await;
         }
@@ -267,6 +271,11 @@ fn owns(caller: &Caller, created: &StoredEvent) -> bool {
         _ => None,
     };
     created_by.as_deref() == Some(caller.user_id.as_str())
+}
+
+/// Whether an event of `event_type` ends a debate (a receipt's last event).
+fn ends_debate(event_type: &str) -> bool {
+    matches!(event_type, "DebateCompleted" | "DebateFailed")
 }
 
 #[cfg(test)]

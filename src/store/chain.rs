@@ -40,33 +40,47 @@ impl ChainedFields<'_> {
     /// so no payload is parsed or serialized again.
     pub fn canonical_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
         let mut out = Vec::with_capacity(self.payload.len() + self.metadata.len() + 160);
-        let fields: [(&str, &str); 4] = [
-            ("aggregate_id", self.aggregate_id),
-            ("aggregate_type", self.aggregate_type),
-            ("event_type", self.event_type),
-            ("event_version", self.event_version),
-        ];
-        for (i, (key, value)) in fields.into_iter().enumerate() {
-            out.extend_from_slice(if i == 0 { b"{\"" } else { b",\"" });
-            out.extend_from_slice(key.as_bytes());
-            out.extend_from_slice(b"\":");
-            let mut text = String::with_capacity(value.len() + 2);
-            canonical::write_string(value, &mut text);
-            out.extend_from_slice(text.as_bytes());
-        }
-        out.extend_from_slice(b",\"metadata\":");
-        out.extend_from_slice(self.metadata.as_bytes());
-        out.extend_from_slice(b",\"payload\":");
-        out.extend_from_slice(self.payload.as_bytes());
-        out.extend_from_slice(b",\"sequence\":");
-        out.extend_from_slice(self.sequence.to_string().as_bytes());
-        out.push(b'}');
+        self.write_canonical(|piece| out.extend_from_slice(piece));
         Ok(out)
     }
 
-    /// The chain hash of these fields after `prev_hash`.
+    /// The chain hash of these fields after `prev_hash`, hashed piece by
+    /// piece as the canonical bytes are written (verification hashes every
+    /// stored event and need not copy one).
     pub fn hash(&self, prev_hash: &Hash) -> Result<Hash, serde_json::Error> {
-        Ok(link(prev_hash, &self.canonical_bytes()?))
+        let mut hasher = Sha256::new();
+        hasher.update(prev_hash);
+        self.write_canonical(|piece| hasher.update(piece));
+        Ok(hasher.finalize().into())
+    }
+
+    /// Hands the canonical bytes to `sink` in pieces, in order.
+    fn write_canonical(&self, mut sink: impl FnMut(&[u8])) {
+        let fields: [(&[u8], &str); 4] = [
+            (b"{\"aggregate_id\":", self.aggregate_id),
+            (b",\"aggregate_type\":", self.aggregate_type),
+            (b",\"event_type\":", self.event_type),
+            (b",\"event_version\":", self.event_version),
+        ];
+        for (key, value) in fields {
+            sink(key);
+            if value.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+                let mut text = String::with_capacity(value.len() + 8);
+                canonical::write_string(value, &mut text);
+                sink(text.as_bytes());
+            } else {
+                sink(b"\"");
+                sink(value.as_bytes());
+                sink(b"\"");
+            }
+        }
+        sink(b",\"metadata\":");
+        sink(self.metadata.as_bytes());
+        sink(b",\"payload\":");
+        sink(self.payload.as_bytes());
+        sink(b",\"sequence\":");
+        sink(itoa::Buffer::new().format(self.sequence).as_bytes());
+        sink(b"}");
     }
 }
 

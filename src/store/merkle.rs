@@ -95,6 +95,44 @@ pub fn verify_inclusion(leaf: &Hash, index: u64, size: u64, path: &[Hash], root:
     snode == 0 && hash == *root
 }
 
+/// The tree head of leaves given one at a time, in the order of [`root`],
+/// in O(log n) memory: the perfect subtrees so far, largest first. Their
+/// sizes are the binary digits of n, which is how RFC 6962 splits a tree,
+/// so folding them from the right gives the same head.
+#[derive(Debug, Clone, Default)]
+pub struct TreeBuilder {
+    subtrees: Vec<(u64, Hash)>,
+    leaves: u64,
+}
+
+impl TreeBuilder {
+    pub fn push(&mut self, leaf: &Hash) {
+        let (mut size, mut node) = (1u64, leaf_hash(leaf));
+        while let Some(&(top_size, top)) = self.subtrees.last() {
+            if top_size != size {
+                break;
+            }
+            self.subtrees.pop();
+            (size, node) = (size * 2, node_hash(&top, &node));
+        }
+        self.subtrees.push((size, node));
+        self.leaves += 1;
+    }
+
+    pub fn leaves(&self) -> u64 {
+        self.leaves
+    }
+
+    /// What [`root`] gives for the leaves pushed so far.
+    pub fn root(&self) -> Hash {
+        let mut from_right = self.subtrees.iter().rev();
+        match from_right.next() {
+            None => Sha256::digest([]).into(),
+            Some(&(_, last)) => from_right.fold(last, |right, (_, left)| node_hash(left, &right)),
+        }
+    }
+}
+
 fn largest_power_of_two_below(n: usize) -> usize {
     debug_assert!(n > 1);
     let mut k = 1;
@@ -149,6 +187,17 @@ mod tests {
                 }
             }
             assert!(inclusion_proof(&leaves, usize::from(size)).is_none());
+        }
+    }
+
+    #[test]
+    fn the_builder_gives_the_head_of_every_small_tree() {
+        for size in 0..=70u8 {
+            let leaves: Vec<Hash> = (0..size).map(|i| [i; 32]).collect();
+            let mut builder = TreeBuilder::default();
+            leaves.iter().for_each(|leaf| builder.push(leaf));
+            assert_eq!(builder.root(), root(&leaves), "{size} leaves");
+            assert_eq!(builder.leaves(), u64::from(size));
         }
     }
 

@@ -152,6 +152,11 @@ fn scan_sqlite<T: ScanRow>(
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(scan_error)?;
+    // Pages read through a mapping are not copied by a system call each;
+    // SQLite caps the size at its compile-time maximum.
+    connection
+        .pragma_update(None, "mmap_size", i64::MAX)
+        .map_err(scan_error)?;
     let mut statement = connection.prepare(sql).map_err(scan_error)?;
     let mut rows = statement.query([]).map_err(scan_error)?;
     let mut batch = Vec::with_capacity(BATCH);

@@ -7,10 +7,12 @@
 //! with the [`Check`] that failed (a stable code) and a sentence.
 
 mod chains;
+mod fold;
 mod links;
 mod seals;
 mod stream;
 
+use fold::SealFold;
 pub use links::ChainLink;
 pub use seals::header_fault;
 
@@ -232,14 +234,25 @@ impl EventLog {
         range: PositionRange,
     ) -> Result<VerifyReport, StoreError> {
         let mut report = VerifyReport::new((!range.is_all()).then_some(range));
-        report.problem = self.verify_chains(range, &mut report).await?;
+        // Read before the scan: every event they cover is in its snapshot.
+        let seals = self.seals().await?;
+        // Only a scan of every event sees every seal's leaves.
+        let mut fold = range.is_all().then(|| SealFold::new(&seals));
+        report.problem = self
+            .verify_chains(range, fold.as_mut(), &mut report)
+            .await?;
+        let folded = fold.and_then(SealFold::finish);
         if report.problem.is_none() {
+            let scope = Scope::Range(range);
             match self
-                .verify_seals(trusted_key, &Scope::Range(range), &mut report)
+                .verify_seals(trusted_key, seals, &scope, folded.as_ref(), &mut report)
                 .await?
             {
                 Ok(sealed_to) => {
-                    report.unsealed_events = self.count_after(sealed_to, range).await?
+                    report.unsealed_events = match &folded {
+                        Some(folded) => folded.unsealed,
+                        None => self.count_after(sealed_to, range).await?,
+                    }
                 }
                 Err(problem) => report.problem = Some(problem),
             }

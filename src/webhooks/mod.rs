@@ -134,6 +134,11 @@ impl Webhooks {
         self.settings().url_max_chars
     }
 
+    /// The longest description a subscription may have, in characters.
+    pub fn description_max_chars(&self) -> usize {
+        self.settings().description_max_chars
+    }
+
     fn settings(&self) -> &WebhookSettings {
         self.sender.settings()
     }
@@ -173,6 +178,7 @@ impl Webhooks {
             url: url.to_owned(),
             events,
             description,
+            description_max: self.settings().description_max_chars,
             secret: self.cipher.encrypt(&secret),
             at,
         };
@@ -250,6 +256,7 @@ impl Webhooks {
             url: changes.url,
             events: changes.events,
             description: changes.description,
+            description_max: self.settings().description_max_chars,
             active: changes.active,
             at,
         };

@@ -160,6 +160,11 @@ async fn only_the_spec_public_routes_are_open() {
         // §6.3: the source host's deliveries carry no bearer; the service
         // checks their HMAC signature (tests/api/scm.rs).
         "/api/v1/webhooks/scm",
+        // §4.5: the gallery is public; only what an owner published shows
+        // (tests/api/gallery.rs).
+        "/api/gallery",
+        "/api/gallery/{debate_id}",
+        "/api/gallery/{debate_id}/embed",
     ];
     for canonical in &open {
         assert!(allowed.contains(canonical), "{canonical} is public");

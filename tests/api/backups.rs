@@ -65,7 +65,8 @@ pub async fn populated(kind: Kind, extra: &[(&str, &str)]) -> Spawned {
     let mut vars = VARS.to_vec();
     vars.extend_from_slice(&crate::auth::ROOMY);
     vars.extend_from_slice(extra);
-    let spawned = spawn_with(kind, &vars).await;
+    // Boxed: the whole service's start is a large future to keep inline.
+    let spawned = Box::pin(spawn_with(kind, &vars)).await;
     register(&spawned.base, "kept@example.com", "correct horse battery").await;
     for topic in ["Backed up one", "Backed up two"] {
         finished_debate(&spawned.base, topic).await;

@@ -13,6 +13,7 @@ mod etag;
 mod listing;
 mod requests;
 mod sdk_shapes;
+mod search;
 mod sharing;
 
 use std::time::Duration;
@@ -353,6 +354,7 @@ async fn cli_runs_a_debate_on_a_server() {
         command.args(debate.split('|')).arg(&app.base).args(args);
         command.env_clear().env("SERVICE_DATA_DIR", dir.path());
         command.envs(env.map(|token| ("SERVICE_API_TOKEN", token)));
+        command.kill_on_drop(true);
         let run = tokio::time::timeout(Duration::from_secs(60), command.output());
         let output = run.await.expect("agon debate never ended").unwrap();
         assert!(output.status.success(), "{output:?}");

@@ -24,6 +24,14 @@ pub struct Spawned {
     _dir: tempfile::TempDir,
 }
 
+/// A test that fails before its last line still stops its service, so the
+/// process does not keep the service's connections and files.
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
 impl Spawned {
     /// GETs `path` and parses the JSON body.
     pub async fn get_json(&self, client: &reqwest::Client, path: &str) -> Value {
@@ -92,8 +100,9 @@ pub async fn build_app_on(
 
 /// The whole service on a random port, with `vars` as its environment.
 pub async fn spawn_with(kind: Kind, vars: &[(&str, &str)]) -> Spawned {
-    let (app, dir) = build_app(kind, vars).await;
-    serve_app(app, dir).await
+    // Boxed: the app is large, and callers' futures would hold it inline.
+    let (app, dir) = Box::pin(build_app(kind, vars)).await;
+    Box::pin(serve_app(app, dir)).await
 }
 
 /// Runs a built app on a random port.

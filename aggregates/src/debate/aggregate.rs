@@ -101,6 +101,19 @@ impl Decide for Debate {
                 self.require(&[DebateStatus::Paused], "resume")?;
                 Ok(vec![DebateEvent::DebateResumed { at }])
             }
+            // Only a finished debate with an outcome is shown to the public;
+            // asking twice changes nothing.
+            DebateCommand::Publish { at } => {
+                self.require(&[DebateStatus::Completed], "publish")?;
+                Ok(match self.published_at {
+                    Some(_) => vec![],
+                    None => vec![DebateEvent::DebatePublished { at }],
+                })
+            }
+            DebateCommand::Unpublish { at } => Ok(match self.published_at {
+                Some(_) => vec![DebateEvent::DebateUnpublished { at }],
+                None => vec![],
+            }),
         }
     }
 }

@@ -89,4 +89,12 @@ pub enum DebateCommand {
     Resume {
         at: DateTime<Utc>,
     },
+    /// Puts a completed debate in the public gallery (again: no change).
+    Publish {
+        at: DateTime<Utc>,
+    },
+    /// Takes a debate out of the public gallery (when not in it: no change).
+    Unpublish {
+        at: DateTime<Utc>,
+    },
 }

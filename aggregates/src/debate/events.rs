@@ -108,6 +108,14 @@ pub enum DebateEvent {
     DebateResumed {
         at: DateTime<Utc>,
     },
+    /// The owner put the completed debate in the public gallery.
+    DebatePublished {
+        at: DateTime<Utc>,
+    },
+    /// The owner took the debate out of the public gallery.
+    DebateUnpublished {
+        at: DateTime<Utc>,
+    },
 }
 
 impl DomainEvent for DebateEvent {
@@ -125,6 +133,8 @@ impl DomainEvent for DebateEvent {
             DebateEvent::CheckpointCreated { .. } => "CheckpointCreated",
             DebateEvent::DebatePaused { .. } => "DebatePaused",
             DebateEvent::DebateResumed { .. } => "DebateResumed",
+            DebateEvent::DebatePublished { .. } => "DebatePublished",
+            DebateEvent::DebateUnpublished { .. } => "DebateUnpublished",
         }
         .to_owned()
     }

@@ -92,6 +92,10 @@ pub struct Debate {
     pub created_at: Option<DateTime<Utc>>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// When the debate was put in the public gallery; `None` while it is
+    /// not there (documents from before the gallery lack the field).
+    #[serde(default)]
+    pub published_at: Option<DateTime<Utc>>,
 }
 
 impl Debate {
@@ -223,6 +227,8 @@ impl Debate {
             }
             DebateEvent::DebatePaused { .. } => self.status = DebateStatus::Paused,
             DebateEvent::DebateResumed { .. } => self.status = DebateStatus::Running,
+            DebateEvent::DebatePublished { at } => self.published_at = Some(at),
+            DebateEvent::DebateUnpublished { .. } => self.published_at = None,
         }
     }
 }

@@ -40,6 +40,11 @@ pub struct ListQuery {
     pub limit: Option<u32>,
     #[param(minimum = 0)]
     pub offset: Option<i32>,
+    /// Only debates whose topic contains this text, ignoring case
+    /// (Unicode-aware); `%`, `_` and `\\` match only themselves. At most
+    /// `SERVICE_DEBATE_SEARCH_MAX_CHARS` characters (default 200).
+    #[param(max_length = 200, pattern = "^[^\\u0000]*$")]
+    pub q: Option<String>,
 }
 
 /// A debate status to filter on.
@@ -113,8 +118,11 @@ pub async fn list_debates(
     let limit = page_limit(query.limit)?;
     let offset = page_offset(query.offset)?;
     let state = query.status.map(StatusName::as_str);
+    let search = debates
+        .search(query.q.as_deref().unwrap_or_default())
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let found = debates
-        .list_page(&caller, state, limit, u64::from(offset))
+        .list_page(&caller, state, search.as_ref(), limit, u64::from(offset))
         .await?;
     Ok(page::respond(&conditional, &found, limit, offset))
 }

@@ -42,6 +42,7 @@ fn not_both(first: &str, second: &str, nested: bool) -> Value {
 /// Fits the `CreateDebateBody` and `ProtocolBody` components of `doc` to a
 /// deployment whose agent names match `agent_pattern`.
 pub fn fit(doc: &mut Value, agent_pattern: &str, limits: TextLimits) {
+    fit_search(doc, limits.search_chars);
     let name = json!({"type": "string", "pattern": agent_pattern});
     if let Some(protocol) = doc.pointer_mut("/components/schemas/ProtocolBody/properties") {
         protocol["consensus"]["enum"] = consensus_modes();
@@ -82,6 +83,33 @@ pub fn fit(doc: &mut Value, agent_pattern: &str, limits: TextLimits) {
         {"if": {"required": ["auto_select"], "properties": {"auto_select": {"const": false}}},
          "then": {"required": ["agents"], "properties": {"agents": {"type": "array", "minItems": MIN_AGENTS}}}},
     ]);
+}
+
+/// States the configured longest search (`q`) on every mount of the list.
+fn fit_search(doc: &mut Value, max_chars: usize) {
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for item in paths.values_mut() {
+        // Every mount of the list: `list_debates` with its mount's suffix.
+        let listing = item
+            .pointer("/get/operationId")
+            .and_then(Value::as_str)
+            .is_some_and(|id| id.starts_with("list_debates"));
+        if !listing {
+            continue;
+        }
+        let Some(parameters) = item
+            .pointer_mut("/get/parameters")
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        let lists = |p: &Value| p["name"] == "q" && p["in"] == "query";
+        for parameter in parameters.iter_mut().filter(|p| lists(p)) {
+            parameter["schema"]["maxLength"] = json!(max_chars);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -117,10 +117,18 @@ async fn swagger_index() -> Result<Response, ApiError> {
     let html = axum::body::to_bytes(body, usize::MAX)
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
-    // The page links its assets relatively; anchor them under /api/docs/.
-    let html =
-        String::from_utf8_lossy(&html).replacen("<head>", "<head><base href=\"/api/docs/\">", 1);
-    Ok(Response::from_parts(parts, Body::from(html)))
+    // The page links its assets relatively (`./x`); point them under
+    // /api/docs/ (a `<base>` element would break the page policy's
+    // `base-uri 'none'`).
+    let html = String::from_utf8_lossy(&html)
+        .replace("\"./", "\"/api/docs/")
+        .replace("'./", "'/api/docs/");
+    let mut page = Response::from_parts(parts, Body::from(html));
+    page.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(DOCS_POLICY),
+    );
+    Ok(page)
 }
 
 /// Swagger UI's own files (scripts, styles, icons).
@@ -140,7 +148,6 @@ const REDOC_PAGE: &str = r#"<!DOCTYPE html>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>Agon API reference</title>
-    <style>body { margin: 0; padding: 0; }</style>
   </head>
   <body>
     <redoc spec-url="/api/openapi.json"></redoc>
@@ -153,8 +160,16 @@ const REDOC_PAGE: &str = r#"<!DOCTYPE html>
 #[utoipa::path(get, path = "/api/redoc", tag = "documentation", security(()),
     responses((status = 200, description = "Reference documentation", content_type = "text/html", body = String)))]
 async fn redoc_index() -> impl IntoResponse {
-    Html(REDOC_PAGE)
+    (
+        [(header::CONTENT_SECURITY_POLICY, DOCS_POLICY)],
+        Html(REDOC_PAGE),
+    )
 }
+
+/// The policy of the two documentation pages: the page policy, but Swagger
+/// UI and Redoc apply inline styles and Redoc may search in a worker made
+/// from a blob. Scripts are still only the service's own.
+const DOCS_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; worker-src blob:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// Redoc's script (2.5.4, MIT), served locally.
 #[utoipa::path(get, path = "/api/redoc/redoc.standalone.js", tag = "documentation", security(()),

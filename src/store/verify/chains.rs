@@ -3,6 +3,9 @@
 
 use std::collections::HashMap;
 
+use agon_projections::Cursor;
+
+use super::fold::SealFold;
 use super::{Check, PositionRange, Problem, VerifyReport};
 use crate::store::chain::{GENESIS, Hash, hash_from_slice};
 use crate::store::db::with_pool;
@@ -25,10 +28,15 @@ impl EventLog {
     pub(super) async fn verify_chains(
         &self,
         range: PositionRange,
+        mut fold: Option<&mut SealFold>,
         report: &mut VerifyReport,
     ) -> Result<Option<Problem>, StoreError> {
         let whole = range.is_all();
-        let mut heads: HashMap<(String, String), (i64, Hash)> = HashMap::new();
+        // Keyed by `type NUL id` (aggregate types are the service's own
+        // names, never holding NUL), built in one reused buffer, so that
+        // looking up an event's stream allocates nothing.
+        let mut heads: HashMap<String, (i64, Hash)> = HashMap::new();
+        let mut key = String::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut found: Option<Problem> = None;
         let filter = format!("position >= {} AND position <= {}", range.from, range.to);
@@ -36,8 +44,11 @@ impl EventLog {
         'scan: while let Some(batch) = batches.recv().await {
             for event in batch? {
                 report.events_checked += 1;
-                let key = (event.aggregate_type.clone(), event.aggregate_id.clone());
-                let head = match heads.get(&key) {
+                key.clear();
+                key.push_str(&event.aggregate_type);
+                key.push('\0');
+                key.push_str(&event.aggregate_id);
+                let head = match heads.get(key.as_str()) {
                     Some(head) => *head,
                     None if whole || event.sequence == 1 => (0, GENESIS),
                     None => {
@@ -61,7 +72,15 @@ impl EventLog {
                     found = Some(event_problem(&event, check, fault));
                     break 'scan;
                 }
-                heads.insert(key, (event.sequence, event.stored_hash()?));
+                let hash = event.stored_hash()?;
+                if let Some(fold) = fold.as_deref_mut() {
+                    let (txid, position) = (event.txid, event.position);
+                    fold.add(Cursor { txid, position }, &hash);
+                }
+                match heads.get_mut(key.as_str()) {
+                    Some(head) => *head = (event.sequence, hash),
+                    None => drop(heads.insert(key.clone(), (event.sequence, hash))),
+                }
             }
         }
         report.streams_checked = heads.len() as u64;

@@ -54,7 +54,13 @@ impl EventLog {
         }
         positions.extend(recorded.iter().map(|(position, _)| *position));
         match self
-            .verify_seals(trusted_key, &Scope::Positions(&positions), &mut report)
+            .verify_seals(
+                trusted_key,
+                self.seals().await?,
+                &Scope::Positions(&positions),
+                None,
+                &mut report,
+            )
             .await?
         {
             Ok(sealed_to) => {

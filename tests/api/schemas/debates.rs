@@ -35,6 +35,8 @@ fn debate_variant(event: &DebateEvent) -> &'static str {
         E::CheckpointCreated { .. } => "CheckpointCreated",
         E::DebatePaused { .. } => "DebatePaused",
         E::DebateResumed { .. } => "DebateResumed",
+        E::DebatePublished { .. } => "DebatePublished",
+        E::DebateUnpublished { .. } => "DebateUnpublished",
     }
 }
 
@@ -225,5 +227,7 @@ fn debate_samples() -> Vec<DebateEvent> {
         at: at(36),
     });
     events.push(E::DebateResumed { at: at(37) });
+    events.push(E::DebatePublished { at: at(42) });
+    events.push(E::DebateUnpublished { at: at(43) });
     events
 }

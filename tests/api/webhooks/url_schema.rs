@@ -2,7 +2,8 @@
 //! schema says (format uri, its pattern and length bounds, the maximum from
 //! `SERVICE_WEBHOOK_URL_MAX_CHARS`), at registration and on change, with a
 //! 422 naming the field; a URL of the right form whose host is private is
-//! refused by the SSRF guard on top, also with a 422.
+//! refused by the SSRF guard on top, also with a 422. The description is
+//! bounded the same way, by `SERVICE_WEBHOOK_DESCRIPTION_MAX_CHARS`.
 
 use reqwest::Method;
 use serde_json::json;
@@ -13,6 +14,7 @@ use crate::support::{Kind, on_both_backends};
 
 on_both_backends! {
     urls_are_refused_exactly_where_the_schema_says => urls_are_refused_exactly_where_the_schema_says;
+    descriptions_are_bounded_by_the_setting => descriptions_are_bounded_by_the_setting;
 }
 
 const MAX: usize = 64;
@@ -118,5 +120,51 @@ async fn urls_are_refused_exactly_where_the_schema_says(kind: Kind) {
         (422, &json!("url")),
         "{answer}"
     );
+    app.stop.cancel();
+}
+
+async fn descriptions_are_bounded_by_the_setting(kind: Kind) {
+    let mut vars = crate::auth::ROOMY.to_vec();
+    vars.extend([
+        ("SERVICE_WEBHOOK_ALLOWED_NETWORKS", "127.0.0.0/8"),
+        ("SERVICE_WEBHOOK_DESCRIPTION_MAX_CHARS", "12"),
+    ]);
+    let app = spawn_with(kind, &vars).await;
+    let user = User::new(&app.base, "desc@example.com").await;
+    let (_, doc) = user.call(Method::GET, "/api/openapi.json", None).await;
+    for component in ["CreateWebhook", "UpdateWebhook"] {
+        let description = &doc["components"]["schemas"][component]["properties"]["description"];
+        assert_eq!(description["maxLength"], 12, "{component}: {description}");
+    }
+    let hook = |description: &str| json!({"url": "http://127.0.0.1/hook", "events": ["debate.completed"], "description": description});
+    // Twelve characters, not bytes: the bound counts what a person reads.
+    let longest = "é".repeat(12);
+    let (status, created) = user
+        .call(Method::POST, "/api/webhooks", Some(hook(&longest)))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let (status, refused) = user
+        .call(
+            Method::POST,
+            "/api/webhooks",
+            Some(hook(&format!("{longest}x"))),
+        )
+        .await;
+    assert_eq!(
+        (status, &refused["details"]["field"], &refused["rule"]),
+        (422, &json!("description"), &json!("WEBHOOK_DESCRIPTION")),
+        "{refused}"
+    );
+    let one = format!("/api/webhooks/{}", created["id"].as_str().unwrap());
+    let (status, refused) = user
+        .call(
+            Method::PATCH,
+            &one,
+            Some(json!({"description": "x".repeat(13)})),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    let (_, kept) = user.call(Method::GET, &one, None).await;
+    assert_eq!(kept["description"], json!(longest));
     app.stop.cancel();
 }

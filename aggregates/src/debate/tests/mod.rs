@@ -10,6 +10,7 @@ use cqrs_es::test::TestFramework;
 use super::*;
 
 mod concluding;
+mod gallery;
 mod lifecycle;
 mod props;
 mod replay;

@@ -1,0 +1,195 @@
+//! What the admin console and the account page show that only the HTTP
+//! face computes (its detailed health report, the rate limiter, recent
+//! error responses, the metrics): [`Platform`], which the composition root
+//! implements over the API's own handlers, so that the pages show exactly
+//! what `/api/health/detailed`, `/api/system/rate-limits`,
+//! `/api/rate-limits/config`, `/api/system/errors` and
+//! `/api/rate-limit/status` serve, without `web` naming `http`.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::auth::Caller;
+use crate::ops::Ops;
+use crate::push::Push;
+
+pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The HTTP face's operations data, as the JSON its endpoints serve.
+pub trait Platform: Send + Sync + Debug {
+    /// `GET /api/health/detailed`, `/api/system/rate-limits`,
+    /// `/api/rate-limits/config` and `/api/system/errors`, with the
+    /// metrics' Prometheus text.
+    fn report(&self) -> Boxed<'_, Report>;
+    /// `GET /api/rate-limit/status` for `caller`.
+    fn rate_status<'a>(&'a self, caller: &'a Caller) -> Boxed<'a, Value>;
+}
+
+/// The services only the console needs.
+#[derive(Debug, Clone)]
+pub struct Console {
+    pub ops: Ops,
+    pub push: Push,
+    pub platform: Arc<dyn Platform>,
+}
+
+/// One recent error response.
+#[derive(Debug, Clone)]
+pub struct RecentError {
+    pub at: String,
+    pub status: String,
+    pub code: String,
+    pub method: String,
+    pub path: String,
+    pub trace_id: String,
+}
+
+/// The report as the console shows it: each JSON document flattened into
+/// `(dotted.name, value)` rows.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub health: Vec<(String, String)>,
+    pub limiter: Vec<(String, String)>,
+    pub limits: Vec<(String, String)>,
+    pub errors: Vec<RecentError>,
+    /// Each metric family with the sum of its samples.
+    pub metrics: Vec<(String, String)>,
+}
+
+impl Report {
+    /// The report from the endpoints' bodies and the Prometheus text.
+    pub fn new(
+        health: &Value,
+        limiter: &Value,
+        limits: &Value,
+        errors: &Value,
+        prometheus: &str,
+    ) -> Self {
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        let errors = errors["errors"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .map(|e| RecentError {
+                        at: text(&e["timestamp"]),
+                        status: text(&e["status"]),
+                        code: text(&e["code"]),
+                        method: text(&e["method"]),
+                        path: text(&e["path"]),
+                        trace_id: text(&e["trace_id"]),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            health: flatten(health),
+            limiter: flatten(limiter),
+            limits: flatten(limits),
+            errors,
+            metrics: metric_sums(prometheus),
+        }
+    }
+}
+
+/// `value`'s leaves as `(dotted.path, text)`, in document order.
+pub fn flatten(value: &Value) -> Vec<(String, String)> {
+    fn walk(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
+        let name = |key: &str| {
+            if prefix.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{prefix}.{key}")
+            }
+        };
+        match value {
+            Value::Object(map) => map.iter().for_each(|(k, v)| walk(&name(k), v, out)),
+            Value::Array(list) if list.iter().all(|v| !v.is_object() && !v.is_array()) => {
+                let items: Vec<String> = list.iter().map(leaf).collect();
+                out.push((prefix.to_owned(), items.join(", ")));
+            }
+            Value::Array(list) => list
+                .iter()
+                .enumerate()
+                .for_each(|(i, v)| walk(&name(&i.to_string()), v, out)),
+            leaf_value => out.push((prefix.to_owned(), leaf(leaf_value))),
+        }
+    }
+    fn leaf(value: &Value) -> String {
+        match value {
+            Value::String(s) => s.clone(),
+            Value::Null => "none".to_owned(),
+            other => other.to_string(),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", value, &mut out);
+    out
+}
+
+/// Each metric family of a Prometheus text with the sum of its samples
+/// (histogram buckets left out: their count and sum lines say enough).
+pub fn metric_sums(text: &str) -> Vec<(String, String)> {
+    let mut sums: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+        let name = &line[..name_end];
+        if name.ends_with("_bucket") {
+            continue;
+        }
+        let Some(value) = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) else {
+            continue;
+        };
+        *sums.entry(name).or_default() += value;
+    }
+    sums.into_iter()
+        .map(|(name, sum)| {
+            (
+                name.to_owned(),
+                format!("{}", (sum * 1000.0).round() / 1000.0),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_flatten_to_dotted_rows() {
+        let value = serde_json::json!({"a": {"b": 1, "c": [1, 2]}, "d": [{"e": null}], "f": "x"});
+        assert_eq!(
+            flatten(&value),
+            [
+                ("a.b".to_owned(), "1".to_owned()),
+                ("a.c".to_owned(), "1, 2".to_owned()),
+                ("d.0.e".to_owned(), "none".to_owned()),
+                ("f".to_owned(), "x".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn metric_families_are_summed_without_buckets() {
+        let text =
+            "# TYPE a counter\na{x=\"1\"} 2\na{x=\"2\"} 3\nh_bucket{le=\"1\"} 9\nh_count 4\n";
+        assert_eq!(
+            metric_sums(text),
+            [
+                ("a".to_owned(), "5".to_owned()),
+                ("h_count".to_owned(), "4".to_owned())
+            ]
+        );
+    }
+}

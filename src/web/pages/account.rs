@@ -1,0 +1,466 @@
+//! `/account`: the signed-in user's own profile, password, second factor,
+//! sessions, named API keys and organization, each form calling the same
+//! accounts command as its `/api/auth/…` route. Secrets (a new API key,
+//! the TOTP secret, backup codes) appear on the one response that made
+//! them, which like every page is `no-store`; what removes something asks
+//! first on a page of its own ([`super::confirm`]).
+
+use agon_aggregates::account::RevokeReason;
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::http::header::SET_COOKIE;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::{Chrome, Confirm, Fields, render};
+use crate::auth::api_keys::ApiKeyInfo;
+use crate::auth::{Auth, AuthError, Caller};
+use crate::web::WebState;
+use crate::web::error::PageError;
+use crate::web::session::{REFRESH, SESSION, SignedIn, clear_cookie};
+
+/// One open session as the page lists it.
+#[derive(Debug)]
+pub struct SessionRow {
+    pub id: String,
+    pub device: String,
+    pub browser: String,
+    pub address: String,
+    pub last_use: String,
+    pub current: bool,
+}
+
+/// The profile part of the page.
+#[derive(Debug)]
+pub struct Profile {
+    pub name: String,
+    pub email: String,
+    pub role: String,
+    pub verified: bool,
+    pub mfa: bool,
+    pub org: Option<(String, String)>,
+}
+
+#[derive(Template)]
+#[template(path = "account.html")]
+struct AccountPage {
+    chrome: Chrome,
+    profile: Profile,
+    sessions: Vec<SessionRow>,
+    keys: Vec<ApiKeyInfo>,
+    notice: Option<&'static str>,
+    error: Option<String>,
+    /// A key just created: shown this once.
+    new_key: Option<String>,
+    /// Invitation sent: the address, and whether the mail went out.
+    invited: Option<(String, bool)>,
+    /// The user's rate-limit buckets (on the page's own address only).
+    buckets: Vec<Bucket>,
+}
+
+/// One action's rate-limit bucket, as `GET /api/rate-limit/status` has it.
+#[derive(Debug)]
+pub struct Bucket {
+    pub action: String,
+    pub remaining: String,
+    pub limit: String,
+    pub retry_after: String,
+}
+
+/// The buckets of a `GET /api/rate-limit/status` body.
+fn buckets(status: &serde_json::Value) -> Vec<Bucket> {
+    let text = |v: &serde_json::Value| v.as_u64().map_or_else(|| "?".to_owned(), |n| n.to_string());
+    status["limits"]
+        .as_object()
+        .map(|limits| {
+            limits
+                .iter()
+                .map(|(action, b)| Bucket {
+                    action: action.clone(),
+                    remaining: text(&b["remaining"]),
+                    limit: text(&b["limit"]),
+                    retry_after: text(&b["retry_after"]),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[derive(Template)]
+#[template(path = "account_mfa.html")]
+struct MfaPage {
+    chrome: Chrome,
+    /// The QR code of the otpauth URI, an SVG element (no script, no style).
+    qr_svg: Option<String>,
+    secret: Option<String>,
+    error: Option<String>,
+    backup_codes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AccountQuery {
+    done: Option<String>,
+}
+
+/// What a `done` code in the address says (never text from the address).
+fn notice(code: Option<&str>) -> Option<&'static str> {
+    Some(match code? {
+        "session" => "The session was signed out.",
+        "others" => "Every other session was signed out.",
+        "key" => "The API key was revoked; it no longer works.",
+        "mfa-off" => "Two-factor authentication is off.",
+        "org" => "Your organization was created.",
+        _ => return None,
+    })
+}
+
+/// A refusal the user can act on, or the page failing.
+fn refused(e: AuthError) -> Result<String, PageError> {
+    if e.is_fault() {
+        return Err(PageError::internal(e));
+    }
+    Ok(e.to_string())
+}
+
+fn when(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    t.map_or_else(
+        || "never".to_owned(),
+        |t| t.format("%Y-%m-%d %H:%M UTC").to_string(),
+    )
+}
+
+async fn page(
+    auth: &Auth,
+    caller: &Caller,
+    notice: Option<&'static str>,
+    error: Option<String>,
+) -> Result<AccountPage, PageError> {
+    let account = auth
+        .account(&caller.user_id)
+        .await
+        .map_err(PageError::internal)?;
+    let org = match &account.org_id {
+        Some(id) => {
+            let name = auth
+                .docs()
+                .get::<agon_projections::Organizations>(id)
+                .await
+                .map_err(PageError::internal)?
+                .map_or_else(|| id.clone(), |o| o.name);
+            Some((name, account.org_role.clone().unwrap_or_default()))
+        }
+        None => None,
+    };
+    let sessions = auth
+        .sessions(&caller.user_id)
+        .await
+        .map_err(PageError::internal)?
+        .into_iter()
+        .map(|(s, last)| SessionRow {
+            current: caller.session_id() == Some(s.session_id.as_str()),
+            device: s.device.device_type,
+            browser: s.device.browser,
+            address: s.device.ip.unwrap_or_else(|| "unknown".to_owned()),
+            last_use: when(last.and_then(|t| chrono::DateTime::from_timestamp(t, 0))),
+            id: s.session_id,
+        })
+        .collect();
+    let keys = auth
+        .api_keys(&caller.user_id)
+        .await
+        .map_err(PageError::internal)?;
+    Ok(AccountPage {
+        chrome: Chrome::for_caller(Some(caller), "account"),
+        profile: Profile {
+            name: account.name.clone(),
+            email: account.email.clone(),
+            role: account.role.as_str().to_owned(),
+            verified: account.email_verified,
+            mfa: account.mfa.enabled,
+            org,
+        },
+        sessions,
+        keys,
+        notice,
+        error,
+        new_key: None,
+        invited: None,
+        buckets: Vec::new(),
+    })
+}
+
+/// The page again with a refusal, as 422.
+async fn with_error(auth: &Auth, caller: &Caller, error: String) -> Result<Response, PageError> {
+    let page = page(auth, caller, None, Some(error)).await?;
+    Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+}
+
+/// The page again with what the service refused, or the fault's page.
+async fn refusal(auth: &Auth, caller: &Caller, e: AuthError) -> Result<Response, PageError> {
+    let message = refused(e)?;
+    with_error(auth, caller, message).await
+}
+
+fn done(code: &str) -> Response {
+    Redirect::to(&format!("/account?done={code}")).into_response()
+}
+
+/// `GET /account`.
+pub async fn show(
+    State(state): State<WebState>,
+    SignedIn(caller): SignedIn,
+    Query(query): Query<AccountQuery>,
+) -> Result<Response, PageError> {
+    let mut page = page(&state.auth, &caller, notice(query.done.as_deref()), None).await?;
+    if let Some(console) = &state.console {
+        page.buckets = buckets(&console.platform.rate_status(&caller).await);
+    }
+    render(&page)
+}
+
+/// `POST /account/password`: every session ends, this one too, so the
+/// browser is signed out and sent to sign in with the new password.
+pub async fn password(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let fields = Fields::parse(&body);
+    let (current, new) = (fields.raw("current_password"), fields.raw("new_password"));
+    if new != fields.raw("confirm_password") {
+        return with_error(&auth, &caller, "The new passwords differ".to_owned()).await;
+    }
+    match auth.change_password(&caller, current, new).await {
+        Ok(_) => Ok((
+            [
+                (SET_COOKIE, clear_cookie(SESSION)),
+                (SET_COOKIE, clear_cookie(REFRESH)),
+            ],
+            Redirect::to("/login?notice=password"),
+        )
+            .into_response()),
+        Err(e) => refusal(&auth, &caller, e).await,
+    }
+}
+
+/// `POST /account/keys`: a named key, shown on this response only.
+pub async fn create_key(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let fields = Fields::parse(&body);
+    let name = fields.get("name").unwrap_or_default();
+    match auth.create_named_api_key(&caller.user_id, name).await {
+        Ok(key) => {
+            let mut page = page(&auth, &caller, None, None).await?;
+            page.new_key = Some(key.api_key);
+            Ok((StatusCode::CREATED, render(&page)?).into_response())
+        }
+        Err(e) => refusal(&auth, &caller, e).await,
+    }
+}
+
+/// `GET /account/keys/{id}/revoke`: asks first.
+pub async fn confirm_key(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let keys = auth
+        .api_keys(&caller.user_id)
+        .await
+        .map_err(PageError::internal)?;
+    let key = keys
+        .iter()
+        .find(|k| k.key_id == id)
+        .ok_or(PageError::NotFound)?;
+    render(&Confirm::new(
+        Chrome::for_caller(Some(&caller), "account"),
+        "Revoke API key",
+        format!(
+            "Revoke the key “{}” ({})? Programs using it stop working at once.",
+            key.name, key.prefix
+        ),
+        format!("/account/keys/{}/revoke", super::encode(&id)),
+        "Revoke key",
+        "/account#keys",
+    ))
+}
+
+/// `POST /account/keys/{id}/revoke`.
+pub async fn revoke_key(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    match auth.revoke_api_key_by_id(&caller.user_id, &id).await {
+        Ok(()) => Ok(done("key")),
+        Err(AuthError::NotFound { .. }) => Err(PageError::NotFound),
+        Err(e) => refusal(&auth, &caller, e).await,
+    }
+}
+
+/// `GET /account/sessions/{id}/revoke`: asks first.
+pub async fn confirm_session(
+    SignedIn(caller): SignedIn,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let (question, button) = if id == "others" {
+        (
+            "Sign out every other session? This browser stays signed in.".to_owned(),
+            "Sign out other sessions",
+        )
+    } else {
+        (
+            "Sign out this session? It must sign in again.".to_owned(),
+            "Sign out session",
+        )
+    };
+    render(&Confirm::new(
+        Chrome::for_caller(Some(&caller), "account"),
+        "Sign out sessions",
+        question,
+        format!("/account/sessions/{}/revoke", super::encode(&id)),
+        button,
+        "/account#sessions",
+    ))
+}
+
+/// `POST /account/sessions/{id}/revoke` (`others`: all but this one).
+pub async fn revoke_session(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let result = if id == "others" {
+        auth.end_other_sessions(&caller).await.map(|_| "others")
+    } else {
+        auth.end_session(&caller, &id, RevokeReason::Deleted)
+            .await
+            .map(|()| "session")
+    };
+    match result {
+        Ok(code) => Ok(done(code)),
+        Err(AuthError::NotFound { .. }) => Err(PageError::NotFound),
+        Err(e) => refusal(&auth, &caller, e).await,
+    }
+}
+
+/// The QR code of `uri` as an inline SVG element.
+fn qr_svg(uri: &str) -> Result<String, PageError> {
+    let code = qrcode::QrCode::new(uri.as_bytes()).map_err(PageError::internal)?;
+    let svg = code
+        .render::<qrcode::render::svg::Color<'_>>()
+        .min_dimensions(200, 200)
+        .build();
+    let svg = svg.split_once("?>").map_or(svg.as_str(), |(_, rest)| rest);
+    Ok(svg.replacen(
+        "<svg ",
+        r#"<svg role="img" aria-label="QR code of the authenticator secret" "#,
+        1,
+    ))
+}
+
+fn mfa_page(caller: &Caller) -> MfaPage {
+    MfaPage {
+        chrome: Chrome::for_caller(Some(caller), "account"),
+        qr_svg: None,
+        secret: None,
+        error: None,
+        backup_codes: Vec::new(),
+    }
+}
+
+/// `POST /account/mfa/setup`: a new secret, as a QR code and as text.
+pub async fn mfa_setup(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+) -> Result<Response, PageError> {
+    match auth.begin_mfa(&caller.user_id).await {
+        Ok(setup) => render(&MfaPage {
+            qr_svg: Some(qr_svg(&setup.otpauth_uri)?),
+            secret: Some(setup.secret),
+            ..mfa_page(&caller)
+        }),
+        Err(e) => refusal(&auth, &caller, e).await,
+    }
+}
+
+/// `POST /account/mfa/enable`: the first code; the backup codes once.
+pub async fn mfa_enable(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let fields = Fields::parse(&body);
+    match auth
+        .enable_mfa(&caller, fields.get("code").unwrap_or_default())
+        .await
+    {
+        Ok(backup_codes) => render(&MfaPage {
+            backup_codes,
+            ..mfa_page(&caller)
+        }),
+        Err(e) => {
+            let page = MfaPage {
+                error: Some(refused(e)?),
+                ..mfa_page(&caller)
+            };
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+    }
+}
+
+/// `POST /account/mfa/disable`: needs a current code or a backup code.
+pub async fn mfa_disable(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let fields = Fields::parse(&body);
+    match auth
+        .disable_mfa(&caller, fields.get("code").unwrap_or_default())
+        .await
+    {
+        Ok(()) => Ok(done("mfa-off")),
+        Err(e) => refusal(&auth, &caller, e).await,
+    }
+}
+
+/// `POST /account/organization`: creates one owned by the user.
+pub async fn organization(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let fields = Fields::parse(&body);
+    let name = fields.get("org_name").unwrap_or_default();
+    match auth.setup_organization(&caller.user_id, name).await {
+        Ok(_) => Ok(done("org")),
+        Err(e) => refusal(&auth, &caller, e).await,
+    }
+}
+
+/// `POST /account/invite`: invites an address into the organization.
+pub async fn invite(
+    State(auth): State<Auth>,
+    SignedIn(caller): SignedIn,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let fields = Fields::parse(&body);
+    let (email, role) = (
+        fields.get("email").unwrap_or_default(),
+        fields.get("role").unwrap_or("member"),
+    );
+    match auth.invite(&caller, email, role).await {
+        Ok(sent) => {
+            let mut page = page(&auth, &caller, None, None).await?;
+            page.invited = Some((sent.email, sent.email_sent));
+            render(&page)
+        }
+        Err(e) => refusal(&auth, &caller, e).await,
+    }
+}

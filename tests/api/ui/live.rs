@@ -1,0 +1,365 @@
+//! The live debate page and `/ws?format=html` from outside: the recorded
+//! page holds every contribution and the consensus; the HTML mode streams
+//! escaped fragments that replace their elements by id, drafts before the
+//! recorded message; a replay from any position repeats and misses
+//! nothing; hostile agent text stays text; the session cookie opens `/ws`
+//! only from the service's own origin.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::Method;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use super::{Jar, browser, ui_sign_in};
+use crate::support::accounts::call;
+use crate::support::{Kind, on_both_backends};
+use crate::ws::{Socket, live, next};
+
+on_both_backends! {
+    the_recorded_page_shows_every_contribution_and_the_consensus => the_recorded_page_shows_every_contribution_and_the_consensus;
+    html_fragments_stream_by_id_and_a_replay_repeats_and_misses_nothing => html_fragments_stream_by_id_and_a_replay_repeats_and_misses_nothing;
+    the_cookie_opens_the_socket_only_from_our_own_origin => the_cookie_opens_the_socket_only_from_our_own_origin;
+}
+
+/// Agent text the demo agents quote back from the topic.
+const HOSTILE: &str = "<img src=x onerror=alert(1)> [x](javascript:alert(1))";
+
+/// Starts a two-round debate of three demo agents through the form.
+async fn start(base: &str, jar: &Jar) -> String {
+    let created = browser()
+        .post(format!("{base}/debates/new"))
+        .header("cookie", jar.header())
+        .header("sec-fetch-site", "same-origin")
+        .form(&[
+            ("topic", HOSTILE),
+            ("agents", "demo-a"),
+            ("agents", "demo-b"),
+            ("agents", "demo-c"),
+            ("rounds", "2"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 303);
+    created.headers()["location"].to_str().unwrap().to_owned()
+}
+
+async fn page(base: &str, jar: &Jar, path: &str) -> String {
+    let response = browser()
+        .get(format!("{base}{path}"))
+        .header("cookie", jar.header())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap()
+}
+
+/// The debate's detail once it has ended.
+async fn ended(base: &str, jar: &Jar, id: &str) -> Value {
+    let url = format!("{base}/api/debates/{id}");
+    for _ in 0..600 {
+        let (status, detail) = call(Method::GET, &url, Some(&jar.session), None).await;
+        assert_eq!(status, 200, "{detail}");
+        if matches!(detail["status"].as_str(), Some("completed" | "failed")) {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("debate {id} did not end");
+}
+
+/// The slot id of a (round, phase, agent), as the page names it.
+fn slot_id(message: &Value) -> String {
+    let slug = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_string()
+                } else {
+                    format!("_{:x}", u32::from(c))
+                }
+            })
+            .collect::<String>()
+    };
+    format!(
+        "c-{}-{}-{}",
+        message["round"],
+        slug(message["phase"].as_str().unwrap()),
+        slug(message["agent"].as_str().unwrap())
+    )
+}
+
+/// Askama's escaping of text inside an element.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&#38;")
+        .replace('<', "&#60;")
+        .replace('>', "&#62;")
+        .replace('"', "&#34;")
+        .replace('\'', "&#39;")
+}
+
+fn assert_inert(html: &str) {
+    assert!(!html.contains("<img"), "raw agent markup in {html}");
+    assert!(
+        !html.contains("href=\"javascript:"),
+        "script link in {html}"
+    );
+    assert!(!html.contains("onerror=alert(1)>"), "{html}");
+}
+
+async fn the_recorded_page_shows_every_contribution_and_the_consensus(kind: Kind) {
+    let live = live(kind, &[]).await;
+    let base = &live.app.base;
+    let jar = ui_sign_in(base, "lou@example.com").await;
+    let path = start(base, &jar).await;
+    let id = path.trim_start_matches("/debates/");
+    let detail = ended(base, &jar, id).await;
+    let html = page(base, &jar, &path).await;
+    let messages = detail["messages"].as_array().unwrap();
+    assert!(messages.len() >= 6, "{detail}");
+    for message in messages {
+        let slot = format!("id=\"{}\"", slot_id(message));
+        let at = html
+            .find(&slot)
+            .unwrap_or_else(|| panic!("no {slot} in {html}"));
+        // Markdown now: its last line (plain prose) comes out as text.
+        let content = message["content"].as_str().unwrap();
+        let text = content
+            .trim()
+            .lines()
+            .last()
+            .unwrap()
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;");
+        let end = html[at..].find("</article>").map_or(html.len(), |e| at + e);
+        assert!(
+            html[at..end].contains(&text),
+            "{slot} lacks {text}: {}",
+            &html[at..end]
+        );
+        assert!(html[at..].contains("ms"), "{slot} lacks its latency");
+    }
+    assert!(html.contains("id=\"consensus\""));
+    assert!(html.contains("<meter id=\"confidence\""));
+    let confidence = format!("{:.2}", detail["consensus"]["confidence"].as_f64().unwrap());
+    assert!(html.contains(&format!("<strong>{confidence}</strong>")));
+    assert!(html.contains(&format!("/debates/{id}/export/md")));
+    // Ended: nothing to follow.
+    assert!(!html.contains("hx-ws:connect"));
+    assert!(html.contains(&escaped(HOSTILE)));
+    assert_inert(&html);
+
+    // The export links: the API's detail and report, through the cookie.
+    let json: Value =
+        serde_json::from_str(&page(base, &jar, &format!("{path}/export/json")).await).unwrap();
+    assert_eq!(json["messages"], detail["messages"]);
+    let report = page(base, &jar, &format!("{path}/export/md")).await;
+    assert!(report.contains("## Consensus"), "{report}");
+    let first = messages[0]["content"].as_str().unwrap().trim();
+    assert!(report.contains(first), "{report}");
+
+    // Its creator publishes it from the page.
+    assert!(html.contains(&format!("action=\"/debates/{id}/publish\"")));
+    let published = browser()
+        .post(format!("{base}{path}/publish"))
+        .header("cookie", jar.header())
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(published.status(), 303);
+    let html = page(base, &jar, &path).await;
+    assert!(html.contains("Published in the"), "{html}");
+    assert!(!html.contains(&format!("action=\"/debates/{id}/publish\"")));
+    live.app.stop.cancel();
+}
+
+/// A `/ws` upgrade request with the page's cookie from `origin`.
+fn upgrade(
+    ws: &str,
+    query: &str,
+    jar: &Jar,
+    origin: &str,
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let mut request = format!("{ws}/ws?{query}").into_client_request().unwrap();
+    let headers = request.headers_mut();
+    headers.insert("cookie", jar.header().parse().unwrap());
+    headers.insert("origin", origin.parse().unwrap());
+    request
+}
+
+async fn open(request: tokio_tungstenite::tungstenite::handshake::client::Request) -> Socket {
+    let (socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(response.status(), 101);
+    socket
+}
+
+/// Text messages up to the first that holds `until`.
+async fn texts(socket: &mut Socket, until: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(60), socket.next())
+            .await
+            .unwrap_or_else(|_| panic!("no fragment within 60 s after {out:?}"));
+        match message {
+            Some(Ok(Message::Text(text))) => {
+                let done = text.contains(until);
+                out.push(text.to_string());
+                if done {
+                    return out;
+                }
+            }
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            other => panic!("socket ended: {other:?} after {out:?}"),
+        }
+    }
+}
+
+/// Fragments of recorded events only (no drafts, no connection state).
+fn recorded(fragments: &[String]) -> Vec<String> {
+    fragments
+        .iter()
+        .filter(|f| !f.contains("slot draft") && !f.starts_with("<p id=\"conn\""))
+        .cloned()
+        .collect()
+}
+
+async fn html_fragments_stream_by_id_and_a_replay_repeats_and_misses_nothing(kind: Kind) {
+    let live = live(kind, &[("SERVICE_DEMO_DELTA_DELAY_MS", "15")]).await;
+    let (base, ws) = (&live.app.base, &live.ws);
+    let jar = ui_sign_in(base, "kit@example.com").await;
+    let path = start(base, &jar).await;
+    let id = path.trim_start_matches("/debates/").to_owned();
+    let html = page(base, &jar, &path).await;
+    let url = html
+        .split("hx-ws:connect=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a running debate's page follows it")
+        .replace("&amp;", "&")
+        .replace("&#38;", "&");
+    let query = url.trim_start_matches("/ws?").to_owned();
+    assert!(
+        query.contains("format=html") && query.contains("since="),
+        "{query}"
+    );
+
+    // Live: drafts stream into slots, then the recorded message replaces them.
+    let mut socket = open(upgrade(ws, &query, &jar, base)).await;
+    let first = texts(&mut socket, "id=\"after\"").await;
+    let detail = ended(base, &jar, &id).await;
+    for fragment in &first {
+        assert_inert(fragment);
+        assert!(fragment.contains("hx-swap-oob"), "{fragment}");
+        assert!(!fragment.contains("\"type\""), "a JSON frame: {fragment}");
+    }
+    let drafted = first.iter().position(|f| f.contains("slot draft"));
+    let drafted = drafted.expect("no streamed draft");
+    let draft_id = first[drafted]
+        .split("id=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let recorded_at = first
+        .iter()
+        .position(|f| f.contains(&format!("id=\"{draft_id}\" class=\"card slot\"")))
+        .expect("the draft's message was never recorded");
+    assert!(drafted < recorded_at);
+    for message in detail["messages"].as_array().unwrap() {
+        let slot = format!("id=\"{}\" class=\"card slot\"", slot_id(message));
+        let count = first.iter().filter(|f| f.contains(&slot)).count();
+        assert!(count <= 1, "{slot} recorded {count} times");
+    }
+    assert!(first.iter().any(|f| f.contains("id=\"consensus\"")));
+    assert!(
+        first
+            .iter()
+            .any(|f| f.contains("hx-swap-oob=\"innerHTML:#announcer\""))
+    );
+    assert!(
+        !first
+            .iter()
+            .any(|f| f.contains("slot draft") && f.contains("#announcer")),
+        "a draft was announced"
+    );
+    drop(socket);
+
+    // The same position again, after the end: the same recorded fragments.
+    let mut again = open(upgrade(ws, &query, &jar, base)).await;
+    let replay = texts(&mut again, "id=\"after\"").await;
+    assert_eq!(recorded(&replay), recorded(&first));
+
+    // From a position in the middle: exactly what followed it.
+    let since: i64 = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("since="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut json = crate::ws::connect(&format!(
+        "{ws}/ws?token={}&debate_id={id}&since={since}",
+        jar.session
+    ))
+    .await;
+    let mut messages = Vec::new();
+    while let Some(frame) = next(&mut json).await {
+        if frame["type"] == "debate_end" {
+            break;
+        }
+        if frame["type"] == "agent_message" || frame["type"] == "critique" {
+            messages.push(frame);
+        }
+    }
+    let middle = &messages[messages.len() / 2];
+    let position = middle["position"].as_i64().unwrap();
+    let slot = format!("id=\"{}\" class=\"card slot\"", slot_id(&middle["data"]));
+    let all = recorded(&replay);
+    let at = all.iter().position(|f| f.contains(&slot)).unwrap();
+    let later = query.replace(&format!("since={since}"), &format!("since={position}"));
+    let mut resumed = open(upgrade(ws, &later, &jar, base)).await;
+    let rest = texts(&mut resumed, "id=\"after\"").await;
+    assert_eq!(recorded(&rest), all[at + 1..].to_vec());
+    live.app.stop.cancel();
+}
+
+async fn the_cookie_opens_the_socket_only_from_our_own_origin(kind: Kind) {
+    let live = live(kind, &[]).await;
+    let (base, ws) = (&live.app.base, &live.ws);
+    let jar = ui_sign_in(base, "ivy@example.com").await;
+    let path = start(base, &jar).await;
+    let id = path.trim_start_matches("/debates/");
+    let query = format!("debate_id={id}&since=1&format=html");
+
+    let foreign = "http://127.0.0.1:9";
+    match tokio_tungstenite::connect_async(upgrade(ws, &query, &jar, foreign)).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 403);
+        }
+        other => panic!("a foreign origin opened a socket: {:?}", other.map(|r| r.1)),
+    }
+    // Without an Origin (not a browser page) the cookie counts for nothing.
+    let mut bare = format!("{ws}/ws?{query}").into_client_request().unwrap();
+    bare.headers_mut()
+        .insert("cookie", jar.header().parse().unwrap());
+    match tokio_tungstenite::connect_async(bare).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 401);
+        }
+        other => panic!(
+            "a cookie without Origin opened a socket: {:?}",
+            other.map(|r| r.1)
+        ),
+    }
+    let mut own = open(upgrade(ws, &query, &jar, base)).await;
+    let fragments = texts(&mut own, "id=\"conn\"").await;
+    assert!(fragments.last().unwrap().contains("Connection: "));
+    live.app.stop.cancel();
+}
