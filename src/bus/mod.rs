@@ -106,7 +106,7 @@ impl Bus {
     /// Runs the relay in a task of its own until `stop`.
     pub fn spawn_relay(&self, log: &EventLog, stop: &CancellationToken) -> JoinHandle<()> {
         let (bus, log, stop) = (self.clone(), log.clone(), stop.clone());
-        crate::store::worker::spawn(async move { bus.run_relay(log, stop).await })
+        crate::store::worker::spawn_bound(async move { bus.run_relay(log, stop).await })
     }
 
     /// Runs `consumer` in a task of its own until `stop`.
@@ -117,7 +117,9 @@ impl Bus {
         stop: &CancellationToken,
     ) -> JoinHandle<()> {
         let (bus, log, stop) = (self.clone(), log.clone(), stop.clone());
-        crate::store::worker::spawn(async move { bus.run_consumer(log, consumer, stop).await })
+        crate::store::worker::spawn_bound(
+            async move { bus.run_consumer(log, consumer, stop).await },
+        )
     }
 
     pub fn name(&self) -> &'static str {

@@ -70,8 +70,10 @@ pub(super) fn show_delta(data: &Value) {
         data["phase"].as_str().unwrap_or(""),
     );
     let turn = format!("{agent}/{}/{phase}/{}", data["round"], data["attempt"]);
-    let mut streaming = STREAMING.lock().unwrap_or_else(PoisonError::into_inner);
+    // Always stderr first, then STREAMING: `Progress::show`, on another
+    // thread, takes them in that order too.
     let mut err = std::io::stderr().lock();
+    let mut streaming = STREAMING.lock().unwrap_or_else(PoisonError::into_inner);
     if streaming.as_deref() != Some(turn.as_str()) {
         if streaming.is_some() {
             let _ = writeln!(err);
@@ -84,7 +86,8 @@ pub(super) fn show_delta(data: &Value) {
     let _ = err.flush();
 }
 
-/// Ends a line of streamed text before another line is printed.
+/// Ends a line of streamed text before another line is printed; the caller
+/// holds stderr's lock (taken before STREAMING's, as in [`show_delta`]).
 fn end_streamed_line(err: &mut impl Write) {
     let mut streaming = STREAMING.lock().unwrap_or_else(PoisonError::into_inner);
     if streaming.take().is_some() {
@@ -328,4 +331,47 @@ pub async fn run_local(app: App, request: DebateRequest) -> Result<(), CliError>
         Err(e) => return outcome.and(Err(CliError::Seal(e.to_string()))),
     }
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// The socket's task prints deltas while the poller prints messages;
+    /// the two once took stderr's and STREAMING's locks in opposite orders
+    /// and `agon debate --server` hung for good.
+    #[test]
+    fn streamed_text_and_progress_never_wait_on_each_other() {
+        let (done, finished) = mpsc::channel();
+        let poller = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut err = std::io::stderr().lock();
+                // Lets the other thread reach the locks while stderr is held.
+                std::thread::sleep(Duration::from_millis(200));
+                end_streamed_line(&mut err);
+                drop(err);
+                let _ = done.send("poller");
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let socket = std::thread::spawn(move || {
+            let data =
+                json!({"agent": "a", "phase": "opening", "round": 1, "attempt": 1, "text": ""});
+            show_delta(&data);
+            let _ = done.send("socket");
+        });
+        for _ in 0..2 {
+            finished
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the two printers are waiting on each other");
+        }
+        poller.join().unwrap();
+        socket.join().unwrap();
+    }
 }
