@@ -93,6 +93,8 @@ export AGON_TEST_REDIS_SERVER=$(command -v redis-server)
 # Backup storage tests start their own S3-compatible server (moto) with this.
 export AGON_TEST_S3_SERVER=$(command -v moto_server || echo "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/moto_server")
 
+# One build from scratch: incremental state would only take disk.
+export CARGO_INCREMENTAL=0
 # Tests open many sockets at once (one holds a thousand stalled
 # connections); a machine's default soft limit of 1024 is too few.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

@@ -154,7 +154,13 @@ fn secure(headers: &mut HeaderMap) {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/html"));
     if html {
-        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        // The gallery's embed card alone may be framed, by any site.
+        let embeddable = headers
+            .get(header::CONTENT_SECURITY_POLICY)
+            .is_some_and(|v| v == crate::views::EMBED_POLICY);
+        if !embeddable {
+            headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        }
         // A page with needs of its own (Redoc's injected styles) sets its
         // own policy; every other page gets the one policy.
         if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {

@@ -110,13 +110,18 @@ pub fn router(state: WebState) -> Router {
             "/invite",
             get(pages::sign_up::invitation).post(pages::sign_up::accept),
         )
+        .route("/debates", get(pages::history::show))
         .route(
             "/debates/new",
             get(pages::debates::form).post(pages::debates::create),
         )
         .route("/debates/{id}", get(pages::live::show))
         .route("/debates/{id}/export/{format}", get(pages::live::export))
-        .route("/debates/{id}/publish", post(pages::live::publish))
+        .route("/debates/{id}/publish", post(pages::gallery::publish))
+        .route("/debates/{id}/unpublish", post(pages::gallery::unpublish))
+        .route("/gallery", get(pages::gallery::list))
+        .route("/gallery/{id}", get(pages::gallery::show))
+        .route("/gallery/{id}/embed", get(pages::gallery::embed))
         .route("/assets/{file}", get(assets::serve))
         .route("/account", get(pages::account::show))
         .route("/account/password", post(pages::account::password))

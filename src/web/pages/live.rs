@@ -15,10 +15,10 @@ use agon_aggregates::ids::DebateId;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::header;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 
 use super::{Chrome, render};
-use crate::debates::{Debates, GalleryError};
+use crate::debates::Debates;
 use crate::views::debates::DebateDetail;
 use crate::web::assets::ASSETS;
 use crate::web::error::PageError;
@@ -331,24 +331,6 @@ pub async fn show(
         after: After::of(&debate, caller.user_id.as_str()),
         oob: false,
     })
-}
-
-/// `POST /debates/{id}/publish`: the creator puts the completed debate in
-/// the public gallery, then sees its page again.
-pub async fn publish(
-    State(debates): State<Debates>,
-    SignedIn(caller): SignedIn,
-    Path(id): Path<String>,
-) -> Result<Response, PageError> {
-    let id = DebateId::parse(&id).map_err(|_| PageError::NotFound)?;
-    match debates.publish(&caller, &id).await {
-        Ok(_) => Ok(Redirect::to(&format!("/debates/{id}")).into_response()),
-        Err(GalleryError::NotFound) => Err(PageError::NotFound),
-        Err(e @ GalleryError::NotOwner) => Err(PageError::Forbidden(e.to_string())),
-        Err(GalleryError::Rejected(e)) => Err(PageError::BadRequest(e.to_string())),
-        Err(e @ GalleryError::Contended) => Err(PageError::Unavailable(e.to_string())),
-        Err(GalleryError::Store(e)) => Err(PageError::internal(e)),
-    }
 }
 
 /// `GET /debates/{id}/export/{format}`: the debate as a file, the bytes

@@ -1,12 +1,14 @@
 //! The pages, one module per group: [`sign_in`] (password, second factor,
 //! sign-out), [`sign_up`] (registration, mail-link landings), [`debates`]
-//! (start one), [`live`] (a debate's page, live). Each handler parses, calls a service and renders
+//! (start one), [`history`] (the caller's list), [`live`] (a debate's page, live). Each handler parses, calls a service and renders
 //! a template of `templates/`; what every page shares is here.
 
 pub mod account;
 pub mod admin;
 pub mod debates;
 pub mod developer;
+pub mod gallery;
+pub mod history;
 pub mod leaderboard;
 pub mod live;
 pub mod live_html;

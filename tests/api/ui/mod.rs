@@ -7,6 +7,7 @@ mod admin;
 mod breakers;
 mod csrf;
 mod developer;
+mod history;
 mod landings;
 mod leaderboard;
 mod live;
