@@ -312,6 +312,7 @@ impl App {
             self.auth.clone(),
             self.debates.clone(),
             self.agents.clone(),
+            self.webhooks.clone(),
             self.settings.web,
         );
         let pages = pages.with_console(crate::web::console::Console {

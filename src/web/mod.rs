@@ -23,6 +23,7 @@ use crate::agents::Agents;
 use crate::auth::Auth;
 use crate::config::WebSettings;
 use crate::debates::Debates;
+use crate::webhooks::Webhooks;
 
 /// What the pages are served from; the composition root fills it.
 #[derive(Debug, Clone)]
@@ -30,6 +31,7 @@ pub struct WebState {
     pub auth: Auth,
     pub debates: Debates,
     pub agents: Agents,
+    pub webhooks: Webhooks,
     /// The origin of `SERVICE_PUBLIC_URL`, also accepted as our own.
     pub public_origin: Option<String>,
     /// `SERVICE_UI_*`: how much the pages show at once.
@@ -40,7 +42,13 @@ pub struct WebState {
 }
 
 impl WebState {
-    pub fn new(auth: Auth, debates: Debates, agents: Agents, settings: WebSettings) -> Self {
+    pub fn new(
+        auth: Auth,
+        debates: Debates,
+        agents: Agents,
+        webhooks: Webhooks,
+        settings: WebSettings,
+    ) -> Self {
         let public_origin = url::Url::parse(&auth.settings().public_url)
             .ok()
             .map(|url| url.origin().ascii_serialization())
@@ -49,6 +57,7 @@ impl WebState {
             auth,
             debates,
             agents,
+            webhooks,
             public_origin,
             settings,
             console: None,
@@ -78,6 +87,12 @@ impl FromRef<WebState> for Auth {
 impl FromRef<WebState> for WebSettings {
     fn from_ref(state: &WebState) -> Self {
         state.settings
+    }
+}
+
+impl FromRef<WebState> for Webhooks {
+    fn from_ref(state: &WebState) -> Self {
+        state.webhooks.clone()
     }
 }
 
@@ -141,6 +156,17 @@ pub fn router(state: WebState) -> Router {
         .route("/account/invite", post(pages::account::invite))
         .route("/leaderboard", get(pages::leaderboard::show))
         .route("/developer", get(pages::developer::show))
+        .route("/developer/webhooks", post(pages::webhooks::create))
+        .route("/developer/webhooks/{id}", get(pages::webhooks::deliveries))
+        .route("/developer/webhooks/{id}/ping", post(pages::webhooks::ping))
+        .route(
+            "/developer/webhooks/{id}/rotate",
+            post(pages::webhooks::rotate),
+        )
+        .route(
+            "/developer/webhooks/{id}/deliveries/{delivery}/redeliver",
+            post(pages::webhooks::redeliver),
+        )
         .route("/admin", get(pages::admin::overview))
         .route("/admin/users", get(pages::admin::users))
         .route(

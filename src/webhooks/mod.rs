@@ -134,6 +134,11 @@ impl Webhooks {
         self.settings().url_max_chars
     }
 
+    /// How many subscriptions one user may hold (all fit on one page).
+    pub fn max_per_user(&self) -> usize {
+        self.settings().max_per_user
+    }
+
     /// The longest description a subscription may have, in characters.
     pub fn description_max_chars(&self) -> usize {
         self.settings().description_max_chars

@@ -98,6 +98,8 @@ def serve_agon(delta_delay_ms="0", **extra):
         SERVICE_RATE_LIMIT_AUTH="1000",
         SERVICE_RATE_LIMIT_DEBATE_CREATE="1000",
         SERVICE_IP_RATE_LIMIT="100000",
+        # Webhook tests deliver to a receiver of their own on loopback.
+        SERVICE_WEBHOOK_ALLOWED_NETWORKS="127.0.0.0/8",
         **extra,
     )
     for key in ("DATABASE_URL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):

@@ -1,17 +1,21 @@
 //! `/developer`: the developer portal of §4.3: a quick start against this
 //! server (its own address in every snippet), the user's API keys (the
 //! account page's partial and forms), the API's documents, and the
-//! WebSocket frames with their golden samples from `event-schemas/ws/`.
+//! WebSocket frames with their golden samples from `event-schemas/ws/`, and
+//! the caller's webhooks (their forms are in [`super::webhooks`]).
 
+use agon_aggregates::webhook::WEBHOOK_EVENTS;
 use askama::Template;
 use axum::extract::State;
+use axum::http::{HeaderValue, header};
 use axum::response::Response;
 
 use super::{Chrome, render};
-use crate::auth::Auth;
 use crate::auth::api_keys::ApiKeyInfo;
+use crate::auth::{Auth, Caller};
 use crate::web::error::PageError;
 use crate::web::session::SignedIn;
+use crate::webhooks::Webhooks;
 
 /// Each WebSocket frame type with its golden sample, compiled in.
 macro_rules! frames {
@@ -38,6 +42,27 @@ const FRAMES: &[(&str, &str)] = frames![
     "pong",
 ];
 
+/// A webhook subscription as the portal lists it.
+#[derive(Debug)]
+pub struct Hook {
+    pub id: String,
+    pub url: String,
+    pub events: String,
+    pub description: String,
+    /// Why deliveries stopped, when they did.
+    pub disabled: Option<String>,
+}
+
+/// What a webhook form adds to the page: a secret to show once, or why
+/// the form was refused (with the address as sent).
+#[derive(Debug, Default)]
+pub struct Extras {
+    /// The subscription's address and its new secret.
+    pub secret: Option<(String, String)>,
+    pub error: Option<String>,
+    pub form_url: String,
+}
+
 #[derive(Template)]
 #[template(path = "developer.html")]
 struct DeveloperPage {
@@ -46,22 +71,66 @@ struct DeveloperPage {
     keys: Vec<ApiKeyInfo>,
     new_key: Option<String>,
     frames: &'static [(&'static str, &'static str)],
+    hooks: Vec<Hook>,
+    events: [&'static str; 3],
+    extras: Extras,
 }
 
 /// `GET /developer`.
 pub async fn show(
     State(auth): State<Auth>,
+    State(webhooks): State<Webhooks>,
     SignedIn(caller): SignedIn,
+) -> Result<Response, PageError> {
+    page(&auth, &webhooks, caller, Extras::default()).await
+}
+
+/// The portal for `caller`, with what a webhook form adds.
+pub async fn page(
+    auth: &Auth,
+    webhooks: &Webhooks,
+    caller: Caller,
+    extras: Extras,
 ) -> Result<Response, PageError> {
     let keys = auth
         .api_keys(&caller.user_id)
         .await
         .map_err(PageError::internal)?;
-    render(&DeveloperPage {
+    let (rows, _) = webhooks
+        .list(
+            caller.user_id.as_str(),
+            false,
+            i64::try_from(webhooks.max_per_user()).unwrap_or(i64::MAX),
+            0,
+        )
+        .await
+        .map_err(PageError::internal)?;
+    let hooks = rows
+        .into_iter()
+        .map(|row| Hook {
+            events: row.event_names().join(", "),
+            id: row.subscription_id,
+            url: row.url,
+            description: row.description.unwrap_or_default(),
+            disabled: (row.active == 0)
+                .then(|| row.disabled_reason.unwrap_or_else(|| "disabled".to_owned())),
+        })
+        .collect();
+    let shows_secret = extras.secret.is_some();
+    let mut response = render(&DeveloperPage {
         chrome: Chrome::for_caller(Some(&caller), "developer"),
         server: auth.settings().public_url.trim_end_matches('/').to_owned(),
         keys,
         new_key: None,
         frames: FRAMES,
-    })
+        hooks,
+        events: WEBHOOK_EVENTS,
+        extras,
+    })?;
+    if shows_secret {
+        response
+            .headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    Ok(response)
 }

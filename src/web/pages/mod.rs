@@ -14,6 +14,7 @@ pub mod live;
 pub mod live_html;
 pub mod sign_in;
 pub mod sign_up;
+pub mod webhooks;
 
 use askama::Template;
 use axum::response::{Html, IntoResponse, Redirect, Response};

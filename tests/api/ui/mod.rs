@@ -13,6 +13,7 @@ mod leaderboard;
 mod live;
 mod pages;
 mod sessions;
+mod webhooks;
 
 use reqwest::header::{HeaderMap, SET_COOKIE};
 use reqwest::redirect::Policy;
