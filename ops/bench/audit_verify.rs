@@ -123,6 +123,9 @@ async fn main() {
     bench_backend("sqlite", sqlite).await;
     match std::env::var("AGON_BENCH_DATABASE_URL") {
         Ok(url) => {
+            // A database of its own: other benchmarks of the same run leave
+            // events sealed with their own keys in the server's default one.
+            let url = own_database(&url).await;
             let pg = EventLog::new(Db::connect_postgres(&url, 16).await.unwrap());
             bench_backend("postgres", pg).await;
         }
@@ -130,4 +133,17 @@ async fn main() {
             println!("postgres   skipped: set AGON_BENCH_DATABASE_URL (ops/bench/run.sh does)")
         }
     }
+}
+
+/// A new, empty database on the server of `admin_url`; its URL.
+async fn own_database(admin_url: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("agon_bench_verify_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(admin_url).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    admin.close().await.unwrap();
+    format!("{}/{name}", admin_url.rsplit_once('/').unwrap().0)
 }

@@ -4,8 +4,9 @@
 # JetStream-enabled nats-server: `append` (event store) and `debates`
 # (demo debates over HTTP); `reads` (detail, list and leaderboard against
 # /healthz, and the list at 100 000 debates), `ws` (WebSocket push latency and
-# idle-socket memory), `webhooks` (deliveries per second) and `receipts`
-# (receipts verified per second offline) on request.
+# idle-socket memory), `webhooks` (deliveries per second), `receipts`
+# (receipts verified per second offline) and `ui` (the web UI in Chromium:
+# first paint, streamed text to screen, page size over a long debate) on request.
 # `ops/bench/run.sh debates` runs one of them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,5 +33,12 @@ export AGON_BENCH_NATS_URL="nats://127.0.0.1:$NATS_PORT"
 # `ws` holds 10 000 sockets open at once (client and service ends).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 for bench in ${1:-append debates}; do
-  cargo bench --bench "$bench"
+  if [ "$bench" = ui ]; then
+    # The web UI in Chromium against the release binary (a Python with
+    # playwright 1.65: PYTHON, default python3; see tests/ui).
+    cargo build --release --bin agon
+    "${PYTHON:-python3}" ops/bench/ui.py
+  else
+    cargo bench --bench "$bench"
+  fi
 done

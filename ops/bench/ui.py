@@ -1,0 +1,252 @@
+"""Web UI benchmarks in Chromium against the release binary, all within
+one run so that the figures are ratios against a baseline of the same
+minutes (these machines are noisy):
+
+- each page's median first contentful paint (FCP) against a one-line
+  static page (goal: at most 1.5x);
+- a debate's live page at 200 contributions against the same baseline
+  (goal: at most 2x);
+- a streamed delta: frame received by the page -> its text painted, p99
+  over 10 viewers of one debate (goal: at most 50 ms);
+- the live page's element count over a long debate (goal: bounded; the
+  duration is AGON_BENCH_UI_MINUTES, 30 by default).
+
+The baseline page is served by a one-line static server in this process:
+the binary serves no page without its layout. The same layout's 404 page
+is reported beside it.
+
+Run: ops/bench/run.sh ui (needs /usr/bin/chromium and a Python with
+playwright 1.65; see tests/ui)."""
+
+import http.server
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from playwright.sync_api import sync_playwright
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "ui"))
+from conftest import ADMIN_EMAIL, ADMIN_TOKEN, CHROMIUM_ARGS, PASSWORD, Agon, free_port  # noqa: E402
+
+SAMPLES = int(os.environ.get("AGON_BENCH_UI_SAMPLES", "15"))
+MINUTES = float(os.environ.get("AGON_BENCH_UI_MINUTES", "30"))
+FCP = """new Promise(done => {
+  const seen = performance.getEntriesByName('first-contentful-paint');
+  if (seen.length) return done(seen[0].startTime);
+  new PerformanceObserver(list => done(list.getEntries()[0].startTime)).observe({type: 'paint', buffered: true});
+})"""
+# Before the page's own scripts: each message a socket receives is time-
+# stamped, and the next paint after the DOM changes closes the interval.
+WATCH_DELTAS = """
+window.__latencies = [];
+const Native = window.WebSocket;
+window.WebSocket = function (...args) {
+  const socket = new Native(...args);
+  socket.addEventListener('message', () => {
+    const received = performance.now();
+    const observer = new MutationObserver(() => {
+      observer.disconnect();
+      requestAnimationFrame(() => setTimeout(() => window.__latencies.push(performance.now() - received), 0));
+    });
+    observer.observe(document.body, {childList: true, subtree: true, characterData: true});
+    setTimeout(() => observer.disconnect(), 1000);
+  });
+  return socket;
+};
+window.WebSocket.prototype = Native.prototype;
+Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+"""
+
+
+def serve(binary, data_dir, delay_ms):
+    port = free_port()
+    env = dict(
+        os.environ,
+        SERVICE_DATA_DIR=data_dir,
+        SERVICE_API_TOKEN=ADMIN_TOKEN,
+        SERVICE_LOG_LEVEL="ERROR",
+        SERVICE_DEMO_DELTA_DELAY_MS=str(delay_ms),
+        SERVICE_ADMIN_EMAILS=ADMIN_EMAIL,
+        SERVICE_RATE_LIMIT_REGISTER="100000",
+        SERVICE_RATE_LIMIT_AUTH="100000",
+        SERVICE_RATE_LIMIT_DEBATE_CREATE="100000",
+        SERVICE_RATE_LIMIT_DEFAULT="100000",
+        SERVICE_IP_RATE_LIMIT="1000000",
+    )
+    process = subprocess.Popen([binary, "serve", "--api-port", str(port), "--ws-port", str(free_port())], env=env, stdout=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(base + "/api/health").close()
+            return process, Agon(base, data_dir)
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit("agon did not start")
+
+
+def one_line_server():
+    body = b"<!doctype html><html lang=en><title>Baseline</title><p>One line of text.</p>"
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def debate(agon, agents, rounds, token=ADMIN_TOKEN, wait=True):
+    status, created = agon.api("POST", "/api/debates", token=token, body={"topic": f"Bench with {len(agents)} agents", "agents": agents, "rounds": rounds})
+    assert status == 201, created
+    while wait:
+        _, detail = agon.api("GET", f"/api/debates/{created['id']}")
+        if detail["status"] in ("completed", "failed"):
+            return created["id"], len(detail["messages"])
+        time.sleep(0.2)
+    return created["id"], 0
+
+
+def median_fcp(context, url):
+    samples = []
+    for _ in range(SAMPLES):
+        page = context.new_page()
+        page.goto(url)
+        samples.append(page.evaluate(FCP))
+        page.close()
+    return statistics.median(samples)
+
+
+def sign_in(context, base, email):
+    page = context.new_page()
+    page.goto(f"{base}/login")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("heading", name="Start a debate").wait_for()
+    page.close()
+
+
+def first_paint(browser, agon, baseline_url):
+    email = "bench-user@example.com"
+    agon.api("POST", "/api/auth/register", token=None, body={"email": email, "password": PASSWORD, "name": "Bench"})
+    agon.api("POST", "/api/auth/register", token=None, body={"email": ADMIN_EMAIL, "password": PASSWORD, "name": "Bench admin"})
+    _, session = agon.api("POST", "/api/auth/login", token=None, body={"email": email, "password": PASSWORD})
+    small, _ = debate(agon, ["demo-a", "demo-b"], 1, token=session["access_token"])
+    agon.api("POST", f"/api/debates/{small}/publish", token=session["access_token"])
+    agents = [f"demo-{c}" for c in "abcdefghij"]
+    big, contributions = None, 0
+    for rounds in range(5, 13):
+        big, contributions = debate(agon, agents, rounds)
+        if contributions >= 200:
+            break
+    user, admin, anonymous = (browser.new_context() for _ in range(3))
+    sign_in(user, agon.base, email)
+    sign_in(admin, agon.base, ADMIN_EMAIL)
+    pages = [
+        (anonymous, "/login"), (anonymous, "/register"), (anonymous, "/gallery"),
+        (anonymous, f"/gallery/{small}"), (anonymous, f"/gallery/{small}/embed"),
+        (user, "/"), (user, "/debates"), (user, f"/debates/{small}"), (user, "/leaderboard"),
+        (user, "/account"), (user, "/developer"), (admin, "/admin"), (admin, "/admin/users"),
+    ]
+    baseline = median_fcp(anonymous, baseline_url)
+    not_found = median_fcp(anonymous, f"{agon.base}/no-such-page")
+    rows = [(path, median_fcp(context, agon.base + path)) for context, path in pages]
+    live = median_fcp(admin, f"{agon.base}/debates/{big}")
+    print(f"first contentful paint, median of {SAMPLES}: one-line page {baseline:.1f} ms, the UI's 404 page {not_found:.1f} ms")
+    for path, fcp in rows:
+        print(f"  {path:<48} {fcp:7.1f} ms  ratio {fcp / baseline:.2f} (goal <= 1.5)")
+    print(f"  live page at {contributions} contributions{'':<18} {live:7.1f} ms  ratio {live / baseline:.2f} (goal <= 2)")
+    for context in (user, admin, anonymous):
+        context.close()
+
+
+def delta_latency(browser, agon, viewers=10):
+    agents = ["demo-a", "demo-b", "demo-c"]
+    debate_id, _ = debate(agon, agents, 3, wait=False)
+    contexts = []
+    pages = []
+    for _ in range(viewers):
+        context = browser.new_context(bypass_csp=True)
+        context.add_init_script(WATCH_DELTAS)
+        sign_in(context, agon.base, ADMIN_EMAIL)
+        page = context.new_page()
+        page.goto(f"{agon.base}/debates/{debate_id}")
+        contexts.append(context)
+        pages.append(page)
+    while agon.api("GET", f"/api/debates/{debate_id}")[1]["status"] not in ("completed", "failed"):
+        time.sleep(0.5)
+    time.sleep(1)
+    latencies = sorted(x for page in pages for x in page.evaluate("window.__latencies"))
+    for context in contexts:
+        context.close()
+    if not latencies:
+        print("delta -> screen: no frame was seen")
+        return
+    p50 = latencies[len(latencies) // 2]
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    print(f"frame received -> painted, {viewers} viewers, {len(latencies)} frames: p50 {p50:.1f} ms, p99 {p99:.1f} ms (goal <= 50)")
+
+
+def bounded_dom(browser, agon):
+    agents = ["demo-a", "demo-b", "demo-c"]
+    deadline = time.time() + MINUTES * 60
+    context = browser.new_context()
+    sign_in(context, agon.base, ADMIN_EMAIL)
+    counts = []
+    while time.time() < deadline:
+        debate_id, _ = debate(agon, agents, 12, wait=False)
+        page = context.new_page()
+        page.goto(f"{agon.base}/debates/{debate_id}")
+        while agon.api("GET", f"/api/debates/{debate_id}")[1]["status"] not in ("completed", "failed") and time.time() < deadline:
+            counts.append(page.evaluate("document.getElementsByTagName('*').length"))
+            time.sleep(5)
+        counts.append(page.evaluate("document.getElementsByTagName('*').length"))
+        heap = page.evaluate("performance.memory ? performance.memory.usedJSHeapSize : 0")
+        page.close()
+    context.close()
+    print(f"live page over {MINUTES:g} min: elements first {counts[0]}, most {max(counts)}, last {counts[-1]}; last JS heap {heap / 1e6:.1f} MB")
+
+
+def main():
+    binary = os.environ.get("AGON_BIN", str(ROOT / "target" / "release" / "agon"))
+    server, baseline_url = one_line_server()
+    with tempfile.TemporaryDirectory() as fast_dir, tempfile.TemporaryDirectory() as slow_dir, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        fast, agon = serve(binary, fast_dir, 0)
+        try:
+            if os.environ.get("AGON_BENCH_UI_PAINT", "1") == "1":
+                first_paint(browser, agon, baseline_url)
+        finally:
+            fast.terminate()
+            fast.wait()
+        slow, agon = serve(binary, slow_dir, 50)
+        try:
+            agon.api("POST", "/api/auth/register", token=None, body={"email": ADMIN_EMAIL, "password": PASSWORD, "name": "Bench admin"})
+            delta_latency(browser, agon)
+            bounded_dom(browser, agon)
+        finally:
+            slow.terminate()
+            slow.wait()
+        browser.close()
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
