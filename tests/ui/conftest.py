@@ -184,6 +184,22 @@ def assert_accessible(page, state):
     assert results.violations_count == 0, f"{state}: {results.generate_report()}"
 
 
+NEXT_FRAME = "new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def show_whole_page(page, width):
+    """A window as tall as the page, so that sections the style sheet lets
+    the browser skip while off screen (a long debate's rounds) are painted
+    into the screenshot; their real height replaces the estimate, so grow
+    until the height holds."""
+    for _ in range(6):
+        tall = page.evaluate("document.documentElement.scrollHeight")
+        page.set_viewport_size({"width": width, "height": tall})
+        page.evaluate(NEXT_FRAME)
+        if page.evaluate("document.documentElement.scrollHeight") == tall:
+            return
+
+
 def check_page(page, name):
     """axe on the page, then screenshots at desktop and phone widths: not
     blank, nothing wider than the window."""
@@ -192,7 +208,9 @@ def check_page(page, name):
     for width, height in ((1280, 800), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         path = SHOTS / f"{name}-{width}x{height}.png"
+        show_whole_page(page, width)
         png = page.screenshot(path=str(path), full_page=True)
+        page.set_viewport_size({"width": width, "height": height})
         assert len(png) > 2000, f"{path} looks blank"
         assert page.evaluate("document.body.innerText.trim().length") > 0, f"{name}: no text"
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
