@@ -99,6 +99,31 @@ export CARGO_INCREMENTAL=0
 # connections); a machine's default soft limit of 1024 is too few.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
+# What the run had to work with, at its start and its end: a run that fails
+# broadly (many unrelated tests, a venv, the fuzzed server) is first read
+# against these.
+machine() {
+  log "machine ($1): $(nproc) cores; memory available $(awk '/MemAvailable/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo);" \
+    "disk free $(df -h --output=avail "$WORK" | tail -n 1 | tr -d ' ') under $WORK and $(df -h --output=avail "$ROOT" | tail -n 1 | tr -d ' ') under $ROOT;" \
+    "open files $(ulimit -n); load $(cut -d ' ' -f 1-3 /proc/loadavg)"
+}
+machine start
+
+# A virtual environment with `pip install` of the rest; made again once if
+# the first attempt fails (a failed ensurepip leaves a venv without pip).
+venv() {
+  local dir=$1
+  shift
+  for attempt in 1 2; do
+    if python3 -m venv "$dir" && "$dir/bin/pip" install -q --disable-pip-version-check "$@" >/dev/null; then
+      return 0
+    fi
+    log "making the virtual environment $dir failed (attempt $attempt)"
+    rm -rf "$dir"
+  done
+  return 1
+}
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy -D warnings"
@@ -111,7 +136,7 @@ cargo test --workspace --no-fail-fast 2>&1 | tee "$WORK/test.log" || TESTS_OK=0
 
 log "the upstream Python SDK (aragora-sdk 2.11.0, unchanged) against the binary, both back ends"
 SDK_OK=1
-python3 -m venv "$WORK/sdk" && "$WORK/sdk/bin/pip" install -q --disable-pip-version-check 'aragora-sdk==2.11.0' websockets standardwebhooks >/dev/null || SDK_OK=0
+venv "$WORK/sdk" 'aragora-sdk==2.11.0' websockets standardwebhooks || SDK_OK=0
 if [ "$SDK_OK" = 1 ]; then
   AGON_BINARY="$ROOT/target/debug/agon" "$WORK/sdk/bin/python" -W ignore -m unittest discover -s tests/sdk -v 2>&1 | tail -n 40 || SDK_OK=0
 fi
@@ -125,7 +150,7 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 cargo build --release --bin agon || UI_OK=0
 # Playwright drives the system's Chromium: no `playwright install`.
-python3 -m venv "$WORK/ui" && "$WORK/ui/bin/pip" install -q --disable-pip-version-check 'playwright==1.65.2' 'axe-playwright-python==0.1.8' pytest >/dev/null || UI_OK=0
+venv "$WORK/ui" 'playwright==1.65.2' 'axe-playwright-python==0.1.8' pytest || UI_OK=0
 if [ "$UI_OK" = 1 ]; then
   AGON_BIN="$ROOT/target/release/agon" "$WORK/ui/bin/python" -m pytest -q tests/ui 2>&1 | tail -n 40 || UI_OK=0
 fi
@@ -167,7 +192,15 @@ for who in admin user; do
   (cd "$WORK" && "$SCHEMATHESIS" --config-file "$ROOT/ops/schemathesis.toml" run "$WORK/openapi.json" --url "http://127.0.0.1:$API_PORT" \
     -H "Authorization: Bearer $TOKEN" --max-examples 25 --seed 1 --no-color) 2>&1 | tail -n 25 || FUZZ_OK=0
 done
-[ "$FUZZ_OK" = 1 ] || log "schemathesis found failures (see above)"
+if ! kill -0 "$AGON_PID" 2>/dev/null; then
+  FUZZ_OK=0
+  log "the fuzzed service is no longer running"
+fi
+if [ "$FUZZ_OK" = 0 ]; then
+  log "schemathesis found failures (see above); the service's log ends:"
+  tail -n 40 "$WORK/agon.log" || true
+fi
+machine end
 # One closing line for the whole run (cargo prints one per test binary).
 SUMMARY_OK=1
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
