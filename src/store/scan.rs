@@ -9,7 +9,6 @@
 use std::path::PathBuf;
 
 use futures::StreamExt;
-use sqlx::postgres::PgPoolCopyExt;
 use tokio::sync::mpsc;
 
 use super::StoreError;
@@ -180,7 +179,16 @@ async fn scan_postgres<T: ScanRow>(
     copy: &str,
     tx: &mpsc::Sender<Result<Vec<T>, StoreError>>,
 ) -> Result<(), StoreError> {
-    let mut chunks = pool.copy_out_raw(copy).await?;
+    let mut read = pool.begin().await?;
+    // The rows are wanted in the order of an index (`events_pkey` or
+    // `events_feed`) that returns them sorted already; left to itself the
+    // planner may read the table and sort it, on disk past `work_mem` (it
+    // did, with a table not yet analysed: 23.7 ms against 5.1 for 20 000
+    // events, and the first row only once all were sorted).
+    sqlx::query("SET LOCAL enable_sort = off")
+        .execute(&mut *read)
+        .await?;
+    let mut chunks = read.copy_out_raw(copy).await?;
     // The server sends one message per row: rows are gathered into batches
     // across messages, and the buffer is compacted only now and then.
     let mut buffer: Vec<u8> = Vec::new();
@@ -213,9 +221,12 @@ async fn scan_postgres<T: ScanRow>(
             }
         }
     }
+    drop(chunks);
     if !batch.is_empty() {
         let _ = tx.send(Ok(batch)).await;
     }
+    // Read only: ending it either way hands the connection back clean.
+    read.rollback().await?;
     Ok(())
 }
 
