@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -122,6 +123,7 @@ def serve_agon(delta_delay_ms="0", **extra):
     yield Agon(base, data_dir)
     process.terminate()
     process.wait(timeout=30)
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
