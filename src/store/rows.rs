@@ -11,7 +11,7 @@ pub(crate) const EVENT_COLUMNS: &str = "position, txid, event_id, aggregate_type
      sequence, event_type, event_version, payload, metadata, prev_hash, hash";
 
 /// One row of the `events` table.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredEvent {
     pub position: i64,
     /// The feed order's first key: on PostgreSQL the writing transaction's

@@ -26,42 +26,42 @@ const COPY_SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
 
 /// A row a scan yields, read column by column in the order of
 /// [`ScanRow::COLUMNS`], the same way from either back end.
-pub(crate) trait ScanRow: Sized + Send + 'static {
+pub(crate) trait ScanRow: Default + Send + 'static {
     /// The select list (plain column names, the same on both back ends).
     const COLUMNS: &'static str;
-    fn read<C: Columns>(columns: &mut C) -> Result<Self, StoreError>;
+    /// Reads a row into `self`, reusing its buffers: batches come back to
+    /// the reader once checked, so a long scan allocates almost nothing.
+    fn read_into<C: Columns>(&mut self, columns: &mut C) -> Result<(), StoreError>;
 }
 
 /// The next column of a row, whichever back end it came from.
 pub(crate) trait Columns {
     fn int(&mut self) -> Result<i64, StoreError>;
-    fn text(&mut self) -> Result<String, StoreError>;
-    fn blob(&mut self) -> Result<Vec<u8>, StoreError>;
+    fn text(&mut self, into: &mut String) -> Result<(), StoreError>;
+    fn blob(&mut self, into: &mut Vec<u8>) -> Result<(), StoreError>;
 }
 
 impl ScanRow for StoredEvent {
     const COLUMNS: &'static str = super::rows::EVENT_COLUMNS;
 
-    fn read<C: Columns>(c: &mut C) -> Result<Self, StoreError> {
-        Ok(StoredEvent {
-            position: c.int()?,
-            txid: c.int()?,
-            event_id: c.text()?,
-            aggregate_type: c.text()?,
-            aggregate_id: c.text()?,
-            sequence: c.int()?,
-            event_type: c.text()?,
-            event_version: c.text()?,
-            payload: c.text()?,
-            metadata: c.text()?,
-            prev_hash: c.blob()?,
-            hash: c.blob()?,
-        })
+    fn read_into<C: Columns>(&mut self, c: &mut C) -> Result<(), StoreError> {
+        self.position = c.int()?;
+        self.txid = c.int()?;
+        c.text(&mut self.event_id)?;
+        c.text(&mut self.aggregate_type)?;
+        c.text(&mut self.aggregate_id)?;
+        self.sequence = c.int()?;
+        c.text(&mut self.event_type)?;
+        c.text(&mut self.event_version)?;
+        c.text(&mut self.payload)?;
+        c.text(&mut self.metadata)?;
+        c.blob(&mut self.prev_hash)?;
+        c.blob(&mut self.hash)
     }
 }
 
 /// A position and a stored hash, in feed order (a seal's leaves).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct PositionHash {
     pub position: i64,
     pub hash: Vec<u8>,
@@ -70,11 +70,9 @@ pub(crate) struct PositionHash {
 impl ScanRow for PositionHash {
     const COLUMNS: &'static str = "position, hash";
 
-    fn read<C: Columns>(c: &mut C) -> Result<Self, StoreError> {
-        Ok(PositionHash {
-            position: c.int()?,
-            hash: c.blob()?,
-        })
+    fn read_into<C: Columns>(&mut self, c: &mut C) -> Result<(), StoreError> {
+        self.position = c.int()?;
+        c.blob(&mut self.hash)
     }
 }
 
@@ -85,8 +83,8 @@ struct SqliteColumns<'r, 's> {
 }
 
 impl SqliteColumns<'_, '_> {
-    fn next<T: rusqlite::types::FromSql>(&mut self) -> Result<T, StoreError> {
-        let value = self.row.get(self.at).map_err(scan_error)?;
+    fn next(&mut self) -> Result<rusqlite::types::ValueRef<'_>, StoreError> {
+        let value = self.row.get_ref(self.at).map_err(scan_error)?;
         self.at += 1;
         Ok(value)
     }
@@ -94,36 +92,41 @@ impl SqliteColumns<'_, '_> {
 
 impl Columns for SqliteColumns<'_, '_> {
     fn int(&mut self) -> Result<i64, StoreError> {
-        self.next()
+        self.next()?.as_i64().map_err(value_error)
     }
 
-    fn text(&mut self) -> Result<String, StoreError> {
-        self.next()
+    fn text(&mut self, into: &mut String) -> Result<(), StoreError> {
+        let text = self.next()?.as_str().map_err(value_error)?;
+        into.clear();
+        into.push_str(text);
+        Ok(())
     }
 
-    fn blob(&mut self) -> Result<Vec<u8>, StoreError> {
-        self.next()
+    fn blob(&mut self, into: &mut Vec<u8>) -> Result<(), StoreError> {
+        let blob = self.next()?.as_blob().map_err(value_error)?;
+        into.clear();
+        into.extend_from_slice(blob);
+        Ok(())
     }
 }
 
 /// The rows of `SELECT {COLUMNS} FROM events WHERE {filter} ORDER BY
 /// {order}`, in batches. `filter` and `order` are written by this crate
 /// with integers only (a `COPY` takes no bind parameters).
-pub(crate) fn scan<T: ScanRow>(
-    db: &Db,
-    filter: String,
-    order: &'static str,
-) -> mpsc::Receiver<Result<Vec<T>, StoreError>> {
+pub(crate) fn scan<T: ScanRow>(db: &Db, filter: String, order: &'static str) -> Scan<T> {
     let sql = format!(
         "SELECT {} FROM events WHERE {filter} ORDER BY {order}",
         T::COLUMNS
     );
     let (tx, rx) = mpsc::channel(AHEAD);
+    // Room for every batch in flight, so that giving one back never waits.
+    let (spare_tx, spare_rx) = mpsc::channel(AHEAD + 2);
+    let batches = Batches::new(spare_rx);
     match db {
         Db::Sqlite { wal, .. } => {
             let file = wal.with_file_name("agon.db");
             tokio::task::spawn_blocking(move || {
-                if let Err(e) = scan_sqlite(&file, &sql, &tx) {
+                if let Err(e) = scan_sqlite(&file, &sql, &tx, batches) {
                     let _ = tx.blocking_send(Err(e));
                 }
             });
@@ -132,19 +135,89 @@ pub(crate) fn scan<T: ScanRow>(
             let pool = pool.clone();
             tokio::spawn(async move {
                 let copy = format!("COPY ({sql}) TO STDOUT (FORMAT binary)");
-                if let Err(e) = scan_postgres(&pool, &copy, &tx).await {
+                if let Err(e) = scan_postgres(&pool, &copy, &tx, batches).await {
                     let _ = tx.send(Err(e)).await;
                 }
             });
         }
     }
-    rx
+    Scan {
+        batches: rx,
+        spare: spare_tx,
+    }
+}
+
+/// The checker's end of a scan: batches in order, and the way back for
+/// each once checked (its rows are then filled again, so their strings
+/// are neither freed on this thread nor allocated anew on the reader's).
+pub(crate) struct Scan<T> {
+    batches: mpsc::Receiver<Result<Vec<T>, StoreError>>,
+    spare: mpsc::Sender<Vec<T>>,
+}
+
+impl<T> Scan<T> {
+    pub(crate) async fn recv(&mut self) -> Option<Result<Vec<T>, StoreError>> {
+        self.batches.recv().await
+    }
+
+    /// Gives a checked batch back to the reader (dropped if it is done).
+    pub(crate) fn recycle(&self, batch: Vec<T>) {
+        let _ = self.spare.try_send(batch);
+    }
+}
+
+/// The reader's end: the batch being filled, reusing given-back rows.
+struct Batches<T> {
+    spare: mpsc::Receiver<Vec<T>>,
+    batch: Vec<T>,
+    filled: usize,
+}
+
+impl<T: ScanRow> Batches<T> {
+    fn new(spare: mpsc::Receiver<Vec<T>>) -> Self {
+        Self {
+            spare,
+            batch: Vec::with_capacity(BATCH),
+            filled: 0,
+        }
+    }
+
+    /// Reads the next row into the batch.
+    fn read<C: Columns>(&mut self, columns: &mut C) -> Result<(), StoreError> {
+        if self.filled == self.batch.len() {
+            self.batch.push(T::default());
+        }
+        self.batch[self.filled].read_into(columns)?;
+        self.filled += 1;
+        Ok(())
+    }
+
+    fn full(&self) -> bool {
+        self.filled >= BATCH
+    }
+
+    /// The filled rows, `None` if there are none; the next batch is a
+    /// given-back one when there is one.
+    fn take(&mut self) -> Option<Vec<T>> {
+        if self.filled == 0 {
+            return None;
+        }
+        let next = self
+            .spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let mut batch = std::mem::replace(&mut self.batch, next);
+        batch.truncate(self.filled);
+        self.filled = 0;
+        Some(batch)
+    }
 }
 
 fn scan_sqlite<T: ScanRow>(
     file: &PathBuf,
     sql: &str,
     tx: &mpsc::Sender<Result<Vec<T>, StoreError>>,
+    mut batches: Batches<T>,
 ) -> Result<(), StoreError> {
     let connection = rusqlite::Connection::open_with_flags(
         file,
@@ -158,18 +231,17 @@ fn scan_sqlite<T: ScanRow>(
         .map_err(scan_error)?;
     let mut statement = connection.prepare(sql).map_err(scan_error)?;
     let mut rows = statement.query([]).map_err(scan_error)?;
-    let mut batch = Vec::with_capacity(BATCH);
     while let Some(row) = rows.next().map_err(scan_error)? {
-        batch.push(T::read(&mut SqliteColumns { row, at: 0 })?);
-        if batch.len() == BATCH {
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-            if tx.blocking_send(Ok(full)).is_err() {
-                return Ok(()); // The checker stopped at a problem.
-            }
+        batches.read(&mut SqliteColumns { row, at: 0 })?;
+        if batches.full()
+            && let Some(full) = batches.take()
+            && tx.blocking_send(Ok(full)).is_err()
+        {
+            return Ok(()); // The checker stopped at a problem.
         }
     }
-    if !batch.is_empty() {
-        let _ = tx.blocking_send(Ok(batch));
+    if let Some(last) = batches.take() {
+        let _ = tx.blocking_send(Ok(last));
     }
     Ok(())
 }
@@ -178,6 +250,7 @@ async fn scan_postgres<T: ScanRow>(
     pool: &sqlx::PgPool,
     copy: &str,
     tx: &mpsc::Sender<Result<Vec<T>, StoreError>>,
+    mut batches: Batches<T>,
 ) -> Result<(), StoreError> {
     let mut read = pool.begin().await?;
     // The rows are wanted in the order of an index (`events_pkey` or
@@ -194,7 +267,6 @@ async fn scan_postgres<T: ScanRow>(
     let mut buffer: Vec<u8> = Vec::new();
     let mut at = 0;
     let mut header_done = false;
-    let mut batch = Vec::with_capacity(BATCH);
     while let Some(chunk) = chunks.next().await {
         buffer.extend_from_slice(&chunk?);
         if !header_done {
@@ -203,10 +275,10 @@ async fn scan_postgres<T: ScanRow>(
                 None => continue,
             }
         }
-        while let Some((row, len)) = next_tuple::<T>(&buffer[at..])? {
+        while let Some((fields, len)) = next_tuple(&buffer[at..])? {
             at += len;
-            match row {
-                Some(row) => batch.push(row),
+            match fields {
+                Some(mut fields) => batches.read(&mut fields)?,
                 None => break, // The trailer.
             }
         }
@@ -214,16 +286,16 @@ async fn scan_postgres<T: ScanRow>(
             buffer.drain(..at);
             at = 0;
         }
-        if batch.len() >= BATCH {
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-            if tx.send(Ok(full)).await.is_err() {
-                return Ok(()); // The checker stopped at a problem.
-            }
+        if batches.full()
+            && let Some(full) = batches.take()
+            && tx.send(Ok(full)).await.is_err()
+        {
+            return Ok(()); // The checker stopped at a problem.
         }
     }
     drop(chunks);
-    if !batch.is_empty() {
-        let _ = tx.send(Ok(batch)).await;
+    if let Some(last) = batches.take() {
+        let _ = tx.send(Ok(last)).await;
     }
     // Read only: ending it either way hands the connection back clean.
     read.rollback().await?;
@@ -243,10 +315,11 @@ fn copy_header_len(buffer: &[u8]) -> Result<Option<usize>, StoreError> {
     Ok((buffer.len() >= fixed + extension).then_some(fixed + extension))
 }
 
-/// The next tuple of `data` and its length, `None` when `data` does not
-/// hold all of it yet; the row is `None` for the trailer.
+/// The fields of the next tuple of `data` and its length, `None` when
+/// `data` does not hold all of it yet; the fields are `None` for the
+/// trailer.
 #[allow(clippy::type_complexity)]
-fn next_tuple<T: ScanRow>(data: &[u8]) -> Result<Option<(Option<T>, usize)>, StoreError> {
+fn next_tuple(data: &[u8]) -> Result<Option<(Option<Fields<'_>>, usize)>, StoreError> {
     if data.len() < 2 {
         return Ok(None);
     }
@@ -266,10 +339,10 @@ fn next_tuple<T: ScanRow>(data: &[u8]) -> Result<Option<(Option<T>, usize)>, Sto
             return Ok(None);
         }
     }
-    let mut fields = Fields {
+    let fields = Fields {
         data: &data[2..end],
     };
-    Ok(Some((Some(T::read(&mut fields)?), end)))
+    Ok(Some((Some(fields), end)))
 }
 
 /// The fields of one binary `COPY` tuple, read in order.
@@ -303,12 +376,19 @@ impl Columns for Fields<'_> {
         Ok(i64::from_be_bytes(bytes))
     }
 
-    fn text(&mut self) -> Result<String, StoreError> {
-        String::from_utf8(self.bytes()?.to_vec()).map_err(|_| copy_error("text is not UTF-8"))
+    fn text(&mut self, into: &mut String) -> Result<(), StoreError> {
+        let text =
+            std::str::from_utf8(self.bytes()?).map_err(|_| copy_error("text is not UTF-8"))?;
+        into.clear();
+        into.push_str(text);
+        Ok(())
     }
 
-    fn blob(&mut self) -> Result<Vec<u8>, StoreError> {
-        Ok(self.bytes()?.to_vec())
+    fn blob(&mut self, into: &mut Vec<u8>) -> Result<(), StoreError> {
+        let blob = self.bytes()?;
+        into.clear();
+        into.extend_from_slice(blob);
+        Ok(())
     }
 }
 
@@ -318,6 +398,10 @@ fn read_u32(bytes: &[u8]) -> u32 {
 
 fn copy_error(what: &str) -> StoreError {
     StoreError::Scan(format!("PostgreSQL binary COPY: {what}"))
+}
+
+fn value_error(e: rusqlite::types::FromSqlError) -> StoreError {
+    StoreError::Scan(format!("SQLite: {e}"))
 }
 
 fn scan_error(e: rusqlite::Error) -> StoreError {

@@ -42,7 +42,8 @@ impl EventLog {
         let filter = format!("position >= {} AND position <= {}", range.from, range.to);
         let mut batches = scan::<StoredEvent>(self.db(), filter, "position");
         'scan: while let Some(batch) = batches.recv().await {
-            for event in batch? {
+            let batch = batch?;
+            for event in &batch {
                 report.events_checked += 1;
                 key.clear();
                 key.push_str(&event.aggregate_type);
@@ -55,7 +56,7 @@ impl EventLog {
                         // Checked below against the stored predecessor.
                         let Some(prev_hash) = hash_from_slice(&event.prev_hash) else {
                             let fault = "prev_hash is not 32 bytes".to_owned();
-                            found = Some(event_problem(&event, Check::Malformed, fault));
+                            found = Some(event_problem(event, Check::Malformed, fault));
                             break 'scan;
                         };
                         pending.push(Pending {
@@ -68,8 +69,8 @@ impl EventLog {
                         (event.sequence - 1, prev_hash)
                     }
                 };
-                if let Some((check, fault)) = chain_fault(&event, head.0, &head.1) {
-                    found = Some(event_problem(&event, check, fault));
+                if let Some((check, fault)) = chain_fault(event, head.0, &head.1) {
+                    found = Some(event_problem(event, check, fault));
                     break 'scan;
                 }
                 let hash = event.stored_hash()?;
@@ -82,6 +83,7 @@ impl EventLog {
                     None => drop(heads.insert(key.clone(), (event.sequence, hash))),
                 }
             }
+            batches.recycle(batch);
         }
         report.streams_checked = heads.len() as u64;
         // A broken link into the range comes before any later fault.

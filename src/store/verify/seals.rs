@@ -112,13 +112,15 @@ impl EventLog {
         let mut batches = scan::<PositionHash>(self.db(), filter, "txid, position");
         let mut leaves = Vec::new();
         while let Some(batch) = batches.recv().await {
-            for row in batch? {
+            let batch = batch?;
+            for row in &batch {
                 let hash = hash_from_slice(&row.hash).ok_or(StoreError::Malformed {
                     position: row.position,
                     what: "hash is not 32 bytes",
                 })?;
                 leaves.push((row.position, hash));
             }
+            batches.recycle(batch);
         }
         Ok(leaves)
     }
