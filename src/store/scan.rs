@@ -92,18 +92,18 @@ impl SqliteColumns<'_, '_> {
 
 impl Columns for SqliteColumns<'_, '_> {
     fn int(&mut self) -> Result<i64, StoreError> {
-        self.next()?.as_i64().map_err(value_error)
+        self.next()?.as_i64().map_err(scan_error)
     }
 
     fn text(&mut self, into: &mut String) -> Result<(), StoreError> {
-        let text = self.next()?.as_str().map_err(value_error)?;
+        let text = self.next()?.as_str().map_err(scan_error)?;
         into.clear();
         into.push_str(text);
         Ok(())
     }
 
     fn blob(&mut self, into: &mut Vec<u8>) -> Result<(), StoreError> {
-        let blob = self.next()?.as_blob().map_err(value_error)?;
+        let blob = self.next()?.as_blob().map_err(scan_error)?;
         into.clear();
         into.extend_from_slice(blob);
         Ok(())
@@ -400,10 +400,7 @@ fn copy_error(what: &str) -> StoreError {
     StoreError::Scan(format!("PostgreSQL binary COPY: {what}"))
 }
 
-fn value_error(e: rusqlite::types::FromSqlError) -> StoreError {
-    StoreError::Scan(format!("SQLite: {e}"))
-}
-
-fn scan_error(e: rusqlite::Error) -> StoreError {
+/// A SQLite error, or a column of an unexpected type.
+fn scan_error(e: impl std::fmt::Display) -> StoreError {
     StoreError::Scan(format!("SQLite: {e}"))
 }

@@ -126,8 +126,7 @@ async fn every_page_carries_the_policy_and_keeps_its_budgets(kind: Kind) {
         // extension); the others work without one and load none.
         if path != debate {
             assert_eq!(js, 0, "{path} loads no script");
-        }
-        if path == debate {
+        } else {
             let first_load = gzipped.len() + js + css;
             assert!(
                 first_load <= FIRST_LOAD_BUDGET,
