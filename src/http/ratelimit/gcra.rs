@@ -125,7 +125,9 @@ impl MemoryStore {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if now - state.last_sweep >= SWEEP_EVERY {
+        // `now` is read before the lock: another thread may have swept at a
+        // later instant meanwhile, so the difference can be "negative".
+        if now.saturating_sub(state.last_sweep) >= SWEEP_EVERY {
             state.tats.retain(|_, tat| *tat > now);
             state.last_sweep = now;
         }
@@ -174,6 +176,16 @@ mod tests {
         per_minute: 60,
         burst: 3,
     };
+
+    /// Two requests at once once panicked (subtract with overflow): the
+    /// later one swept first, leaving `last_sweep` after the earlier one's
+    /// `now`.
+    #[test]
+    fn a_sweep_by_a_later_request_does_not_break_an_earlier_one() {
+        let store = MemoryStore::default();
+        store.state.lock().unwrap().last_sweep = store.now() + SWEEP_EVERY;
+        assert!(store.take("key", Q).allowed);
+    }
 
     #[test]
     fn a_full_bucket_admits_its_burst_then_refuses() {
