@@ -10,6 +10,7 @@ pub mod backup;
 pub mod backup_drill;
 pub mod debate;
 pub mod email_claim;
+pub mod identity_claim;
 pub mod ids;
 pub mod meta;
 pub mod money;

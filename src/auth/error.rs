@@ -134,6 +134,10 @@ impl From<AccountError> for AuthError {
                 resource_type: "API key",
                 resource_id: String::new(),
             },
+            A::IdentityNotLinked => AuthError::NotFound {
+                resource_type: "linked identity",
+                resource_id: String::new(),
+            },
             // A bad key name is invalid; the key cap, like a taken name, is
             // a clash with the keys the caller holds (revoking one resolves
             // it); the rest are clashes with the account's state.
@@ -148,7 +152,9 @@ impl From<AccountError> for AuthError {
             | A::MfaSetupNotStarted
             | A::NoApiKey
             | A::AlreadyVerified
-            | A::AlreadyInOrganization => AuthError::Rejected(Refusal::of(&e)),
+            | A::AlreadyInOrganization
+            | A::ProviderAlreadyLinked
+            | A::LastSignInMethod => AuthError::Rejected(Refusal::of(&e)),
         }
     }
 }

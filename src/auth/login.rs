@@ -112,6 +112,7 @@ impl Auth {
             password_hash,
             role,
             email_verified,
+            identity: None,
             at: now,
         };
         let (account, _) = self.command(&user_id, register, &user_id).await?;
@@ -358,6 +359,7 @@ impl Auth {
             attempt: Some(opening.attempt_id.to_owned()),
             max_sessions: self.settings().max_sessions,
             refresh_expires_at: self.refresh_expiry(now),
+            via: None,
             at: now,
         };
         let (account, _) = self.gated(gate, user_id, login).await?;

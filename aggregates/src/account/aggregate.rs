@@ -23,12 +23,13 @@ impl Decide for Account {
                 password_hash,
                 role,
                 email_verified,
+                identity,
                 at,
             } => {
                 if self.created_at.is_some() {
                     return Err(AccountError::AlreadyRegistered);
                 }
-                vec![E::Registered {
+                let mut events = vec![E::Registered {
                     user_id,
                     email,
                     name,
@@ -37,7 +38,14 @@ impl Decide for Account {
                     role,
                     email_verified,
                     at,
-                }]
+                }];
+                events.extend(identity.map(|identity| E::IdentityLinked {
+                    provider: identity.provider,
+                    subject_index: identity.subject_index,
+                    provisioned: true,
+                    at,
+                }));
+                events
             }
             C::IssueVerification {
                 token_hash,
@@ -115,9 +123,13 @@ impl Decide for Account {
                 attempt,
                 max_sessions,
                 refresh_expires_at,
+                via,
                 at,
             } => {
                 self.ensure_usable(at)?;
+                if let Some(identity) = &via {
+                    self.ensure_linked(identity)?;
+                }
                 if let Some(token) = &step_token
                     && self.step_token_spent(&token.token_id)
                 {
@@ -136,11 +148,20 @@ impl Decide for Account {
                     self.check_second_factor(factor)?;
                 }
                 let mut events: Vec<_> = self.settle(attempt.as_ref(), at).into_iter().collect();
-                events.push(E::LoginSucceeded {
-                    session_id: session_id.clone(),
-                    method,
-                    second_factor,
-                    at,
+                events.push(match via {
+                    None => E::LoginSucceeded {
+                        session_id: session_id.clone(),
+                        method,
+                        second_factor,
+                        at,
+                    },
+                    Some(identity) => E::ProviderLoginSucceeded {
+                        session_id: session_id.clone(),
+                        provider: identity.provider,
+                        subject_index: identity.subject_index,
+                        second_factor,
+                        at,
+                    },
                 });
                 events.extend(step_token.map(|token| E::MfaTokenSpent {
                     token_id: token.token_id,
@@ -347,6 +368,21 @@ impl Decide for Account {
                 } else {
                     vec![E::RoleChanged { role, by, at }]
                 }
+            }
+            C::LinkIdentity { identity, at } => self.decide_link(identity, at)?,
+            C::UnlinkIdentity { provider, at } => self.decide_unlink(&provider, at)?,
+            C::RefuseProviderLogin {
+                identity,
+                reason,
+                at,
+            } => {
+                self.ensure_exists()?;
+                vec![E::ProviderLoginRefused {
+                    provider: identity.provider,
+                    subject_index: identity.subject_index,
+                    reason,
+                    at,
+                }]
             }
             C::JoinOrganization {
                 org_id,

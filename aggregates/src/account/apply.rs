@@ -97,7 +97,31 @@ impl Account {
                 self.sessions.remove(&session_id);
                 self.forget_credential(&session_id);
             }
-            E::PasswordChanged { password_hash, .. } => self.password_hash = password_hash,
+            E::PasswordChanged { password_hash, .. } => {
+                self.password_hash = password_hash;
+                self.password_unset = false;
+            }
+            E::IdentityLinked {
+                provider,
+                subject_index,
+                provisioned,
+                ..
+            } => {
+                self.identities.insert(provider, subject_index);
+                self.password_unset |= provisioned;
+            }
+            E::IdentityUnlinked { provider, .. } => {
+                self.identities.remove(&provider);
+            }
+            E::ProviderLoginSucceeded {
+                second_factor, at, ..
+            } => {
+                self.failed_login_count = 0;
+                self.locked_until = None;
+                self.last_login_at = Some(at);
+                self.consume(second_factor);
+            }
+            E::ProviderLoginRefused { .. } => {}
             E::MfaSetupStarted { secret, .. } => {
                 self.mfa = MfaState {
                     secret: Some(secret),
@@ -171,6 +195,7 @@ impl Account {
                 self.password_hash.clear();
                 self.mfa = MfaState::default();
                 self.verification = None;
+                self.identities.clear();
             }
         }
     }

@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::events::{Device, FailureReason, Role, SecondFactor};
+use super::events::{Device, FailureReason, ProviderRefusal, Role, SecondFactor};
+use super::identities::ProviderIdentity;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum AccountCommand {
@@ -19,6 +20,9 @@ pub enum AccountCommand {
         password_hash: String,
         role: Role,
         email_verified: bool,
+        /// The provider identity the account is made for (just-in-time
+        /// provisioning): linked at once, and no password is known.
+        identity: Option<ProviderIdentity>,
         at: DateTime<Utc>,
     },
     IssueVerification {
@@ -68,6 +72,25 @@ pub enum AccountCommand {
         attempt: Option<String>,
         max_sessions: usize,
         refresh_expires_at: DateTime<Utc>,
+        /// The linked provider identity the sign-in came through, in place
+        /// of the password.
+        via: Option<ProviderIdentity>,
+        at: DateTime<Utc>,
+    },
+    /// Link a provider's identity (one per provider).
+    LinkIdentity {
+        identity: ProviderIdentity,
+        at: DateTime<Utc>,
+    },
+    /// Unlink the identity of `provider`, unless it is the last way in.
+    UnlinkIdentity {
+        provider: String,
+        at: DateTime<Utc>,
+    },
+    /// Record that a provider's sign-in was refused by the account.
+    RefuseProviderLogin {
+        identity: ProviderIdentity,
+        reason: ProviderRefusal,
         at: DateTime<Utc>,
     },
     /// Exchange refresh token `generation` of `session_id` for the next one.

@@ -58,6 +58,15 @@ pub enum AccountError {
     /// The credential presented too many wrong passwords or codes and ended.
     #[error("too many failed checks with this credential: sign in again")]
     CredentialExhausted,
+    #[error("another identity of this provider is already linked")]
+    ProviderAlreadyLinked,
+    #[error("no identity of this provider is linked")]
+    IdentityNotLinked,
+    /// Unlinking would leave the account with no way to sign in.
+    #[error(
+        "this is the account's only way to sign in: set a password or link another provider first"
+    )]
+    LastSignInMethod,
 }
 
 crate::rejections!(AccountError {
@@ -84,4 +93,7 @@ crate::rejections!(AccountError {
     Self::StepTokenSpent => Conflict, "STEP_TOKEN_SPENT",
     Self::AttemptsInFlight => Conflict, "ATTEMPTS_IN_FLIGHT",
     Self::CredentialExhausted => Forbidden, "CREDENTIAL_EXHAUSTED",
+    Self::ProviderAlreadyLinked => Conflict, "PROVIDER_ALREADY_LINKED",
+    Self::IdentityNotLinked => NotFound, "IDENTITY_NOT_LINKED",
+    Self::LastSignInMethod => Conflict, "LAST_SIGN_IN_METHOD",
 });

@@ -52,6 +52,16 @@ pub enum LoginMethod {
     PasswordAndBackupCode,
 }
 
+/// Why an account refused a sign-in its provider vouched for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderRefusal {
+    Disabled,
+    Locked,
+    /// The domain or group checks of the provider's settings failed.
+    NotAuthorized,
+}
+
 /// Why a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -235,6 +245,39 @@ pub enum AccountEvent {
         key_hash: String,
         at: DateTime<Utc>,
     },
+    /// An identity at a provider (the OAuth provider `extidp`, enterprise
+    /// SSO) now signs in as this account. `provisioned`: the account was
+    /// made for it just now and has no password anyone knows. Identities
+    /// are named by `subject_index`, a keyed hash of the provider and its
+    /// subject, never the subject itself (a SAML subject is an email).
+    IdentityLinked {
+        provider: String,
+        subject_index: String,
+        provisioned: bool,
+        at: DateTime<Utc>,
+    },
+    /// The identity no longer signs in as this account.
+    IdentityUnlinked {
+        provider: String,
+        subject_index: String,
+        at: DateTime<Utc>,
+    },
+    /// A sign-in through a provider succeeded; the failure count and any
+    /// lock are cleared. SessionStarted follows.
+    ProviderLoginSucceeded {
+        session_id: String,
+        provider: String,
+        subject_index: String,
+        second_factor: Option<SecondFactor>,
+        at: DateTime<Utc>,
+    },
+    /// The provider vouched for the identity but this account refused it.
+    ProviderLoginRefused {
+        provider: String,
+        subject_index: String,
+        reason: ProviderRefusal,
+        at: DateTime<Utc>,
+    },
     /// The user's personal data was erased: their key is destroyed, so the
     /// sealed fields of their events can no longer be read. Carries no
     /// personal data itself.
@@ -275,6 +318,10 @@ impl AccountEvent {
             AccountEvent::UserEnabled { .. } => "UserEnabled",
             AccountEvent::NamedApiKeyCreated { .. } => "NamedApiKeyCreated",
             AccountEvent::Erased { .. } => "Erased",
+            AccountEvent::IdentityLinked { .. } => "IdentityLinked",
+            AccountEvent::IdentityUnlinked { .. } => "IdentityUnlinked",
+            AccountEvent::ProviderLoginSucceeded { .. } => "ProviderLoginSucceeded",
+            AccountEvent::ProviderLoginRefused { .. } => "ProviderLoginRefused",
         }
     }
 }

@@ -11,6 +11,7 @@ mod attempts;
 mod commands;
 mod error;
 mod events;
+mod identities;
 mod keys;
 mod state;
 #[cfg(test)]
@@ -20,9 +21,10 @@ pub mod values;
 pub use commands::{AccountCommand, StepToken};
 pub use error::AccountError;
 pub use events::{
-    AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, RevokeReason, Role,
-    SecondFactor,
+    AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, ProviderRefusal,
+    RevokeReason, Role, SecondFactor,
 };
+pub use identities::ProviderIdentity;
 pub use keys::{DEFAULT_KEY_NAME, MAX_KEY_NAME_CHARS, key_name};
 pub use state::{
     API_KEY_CREDENTIAL_PREFIX, ATTEMPT_TIMEOUT_SECONDS, Account, ApiKeyState, ERASED,

@@ -122,6 +122,11 @@ pub struct Account {
     pub spent_step_tokens: BTreeMap<String, DateTime<Utc>>,
     /// Personal data erased: the account is gone for every purpose.
     pub erased: bool,
+    /// Linked provider identities: provider → subject.
+    pub identities: BTreeMap<String, String>,
+    /// Made for a provider's identity, and no password set since: the
+    /// stored hash is of a secret nobody holds.
+    pub password_unset: bool,
 }
 
 impl Account {

@@ -72,6 +72,10 @@ pub struct AccountView {
     pub other_api_keys: BTreeSet<String>,
     pub created_at: DateTime<Utc>,
     pub last_login_at: Option<DateTime<Utc>>,
+    /// Providers whose identity signs in as this account (`extidp`, `sso`).
+    /// Absent from documents written before identities could be linked.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub linked_providers: BTreeSet<String>,
 }
 
 impl AccountView {
@@ -129,6 +133,7 @@ impl DocumentProjection for Accounts {
                 other_api_keys: BTreeSet::new(),
                 created_at: at,
                 last_login_at: None,
+                linked_providers: BTreeSet::new(),
             }));
         }
         let Some(mut view) = doc else {
@@ -148,7 +153,7 @@ impl DocumentProjection for Accounts {
                 view.failed_login_count = 0;
                 view.locked_until = None;
             }
-            E::LoginSucceeded { at, .. } => {
+            E::LoginSucceeded { at, .. } | E::ProviderLoginSucceeded { at, .. } => {
                 view.failed_login_count = 0;
                 view.locked_until = None;
                 view.last_login_at = Some(at);
@@ -201,7 +206,14 @@ impl DocumentProjection for Accounts {
                 view.org_id = Some(org_id);
                 view.org_role = Some(org_role);
             }
+            E::IdentityLinked { provider, .. } => {
+                view.linked_providers.insert(provider);
+            }
+            E::IdentityUnlinked { provider, .. } => {
+                view.linked_providers.remove(&provider);
+            }
             E::Erased { .. } => {
+                view.linked_providers.clear();
                 view.erased = true;
                 view.email = ERASED.to_owned();
                 view.name = ERASED.to_owned();
@@ -218,7 +230,8 @@ impl DocumentProjection for Accounts {
             | E::AttemptStarted { .. }
             | E::AttemptEnded { .. }
             | E::ReauthFailed { .. }
-            | E::MfaTokenSpent { .. } => {}
+            | E::MfaTokenSpent { .. }
+            | E::ProviderLoginRefused { .. } => {}
         }
         Ok(Some(view))
     }

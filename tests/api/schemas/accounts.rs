@@ -5,17 +5,18 @@ use agon::crypto::fields::FieldCipher;
 use agon::crypto::secrets::{new_api_key, sha256_hex};
 use agon::crypto::subject_keys::DataKey;
 use agon_aggregates::account::{
-    AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, RevokeReason, Role,
-    SecondFactor,
+    AccountEvent, Device, FailureReason, KeyRevokeReason, LoginMethod, ProviderRefusal,
+    RevokeReason, Role, SecondFactor,
 };
 use agon_aggregates::email_claim::EmailClaimEvent;
+use agon_aggregates::identity_claim::IdentityClaimEvent;
 use agon_aggregates::organization::{OrgRole, OrganizationEvent};
 use serde_json::json;
 
 use super::{ORG, Sample, USER, at, check_event_schemas};
 
 /// The aggregate types whose payloads have published schemas, one folder each.
-const EVENT_SCHEMA_DIRS: [&str; 3] = ["account", "organization", "email"];
+const EVENT_SCHEMA_DIRS: [&str; 4] = ["account", "organization", "email", "identity"];
 
 const ADMIN: &str = "6a1d2e3f-4b5c-4d6e-8f70-8192a3b4c5d6";
 const SESSION: &str = "c4d5e6f7-0819-4a2b-8c3d-4e5f60718293";
@@ -60,6 +61,10 @@ fn account_variant(event: &AccountEvent) -> &'static str {
         E::UserEnabled { .. } => "UserEnabled",
         E::NamedApiKeyCreated { .. } => "NamedApiKeyCreated",
         E::Erased { .. } => "Erased",
+        E::IdentityLinked { .. } => "IdentityLinked",
+        E::IdentityUnlinked { .. } => "IdentityUnlinked",
+        E::ProviderLoginSucceeded { .. } => "ProviderLoginSucceeded",
+        E::ProviderLoginRefused { .. } => "ProviderLoginRefused",
     }
 }
 
@@ -70,6 +75,24 @@ fn organization_variant(event: &OrganizationEvent) -> &'static str {
         E::MemberInvited { .. } => "MemberInvited",
         E::InviteAccepted { .. } => "InviteAccepted",
     }
+}
+
+fn identity_variant(event: &IdentityClaimEvent) -> &'static str {
+    match event {
+        IdentityClaimEvent::IdentityClaimed { .. } => "IdentityClaimed",
+        IdentityClaimEvent::IdentityReleased { .. } => "IdentityReleased",
+    }
+}
+
+fn every_provider_refusal() -> [ProviderRefusal; 3] {
+    use ProviderRefusal as R;
+    let all = [R::Disabled, R::Locked, R::NotAuthorized];
+    for reason in all {
+        match reason {
+            R::Disabled | R::Locked | R::NotAuthorized => {}
+        }
+    }
+    all
 }
 
 fn email_variant(event: &EmailClaimEvent) -> &'static str {
@@ -342,6 +365,37 @@ fn account_samples() -> Vec<AccountEvent> {
         by: ADMIN.to_owned(),
         at: at(19),
     });
+    let subject_index = sha256_hex("sso\nada@example.com");
+    for (provider, provisioned) in [("sso", true), ("extidp", false)] {
+        events.push(E::IdentityLinked {
+            provider: provider.to_owned(),
+            subject_index: subject_index.clone(),
+            provisioned,
+            at: at(19),
+        });
+    }
+    events.push(E::IdentityUnlinked {
+        provider: "extidp".to_owned(),
+        subject_index: subject_index.clone(),
+        at: at(19),
+    });
+    for (_, second_factor) in every_login_method() {
+        events.push(E::ProviderLoginSucceeded {
+            session_id: SESSION.to_owned(),
+            provider: "sso".to_owned(),
+            subject_index: subject_index.clone(),
+            second_factor,
+            at: at(19),
+        });
+    }
+    for reason in every_provider_refusal() {
+        events.push(E::ProviderLoginRefused {
+            provider: "sso".to_owned(),
+            subject_index: subject_index.clone(),
+            reason,
+            at: at(19),
+        });
+    }
     events.push(E::Erased {
         by: USER.to_owned(),
         at: at(19),
@@ -405,6 +459,16 @@ fn event_samples() -> Vec<Sample> {
     }
     for event in email_samples() {
         samples.push(Sample::new("email", email_variant(&event), &event));
+    }
+    for event in [
+        IdentityClaimEvent::IdentityClaimed {
+            user_id: USER.to_owned(),
+        },
+        IdentityClaimEvent::IdentityReleased {
+            user_id: USER.to_owned(),
+        },
+    ] {
+        samples.push(Sample::new("identity", identity_variant(&event), &event));
     }
     samples
 }

@@ -62,6 +62,10 @@ fn decode(stored: Stored<'_>, payload: Value) -> Result<(String, String), Decode
         "debate" => wire::decode::<DebateEvent>(stored, payload).map(named),
         "organization" => wire::decode::<OrganizationEvent>(stored, payload).map(named),
         "email" => wire::decode::<EmailClaimEvent>(stored, payload).map(named),
+        "identity" => {
+            wire::decode::<agon_aggregates::identity_claim::IdentityClaimEvent>(stored, payload)
+                .map(named)
+        }
         "webhook" => wire::decode::<WebhookEvent>(stored, payload).map(named),
         "review" => wire::decode::<ReviewEvent>(stored, payload).map(named),
         "scm_delivery" => wire::decode::<ScmDeliveryEvent>(stored, payload).map(named),

@@ -173,6 +173,7 @@ async fn an_mfa_step_token_finishes_one_sign_in() {
             attempt: None,
             max_sessions,
             refresh_expires_at,
+            via: None,
             at,
         })
         .await

@@ -1,6 +1,7 @@
 //! Given/when/then tests of the Account aggregate: shared givens here,
 //! sign-in and sessions in [`sign_in`], second factors and verification in
-//! [`factors`], API keys in [`keys`], reserved checks in [`attempts`], erasure in [`erasure`].
+//! [`factors`], API keys in [`keys`], reserved checks in [`attempts`], erasure in [`erasure`],
+//! provider identities in [`identities`].
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use cqrs_es::test::TestFramework;
@@ -11,6 +12,7 @@ use super::*;
 mod attempts;
 mod erasure;
 mod factors;
+mod identities;
 mod keys;
 mod sign_in;
 
@@ -63,6 +65,7 @@ pub(super) fn login(id: &str, at: i64, second_factor: Option<SecondFactor>) -> A
         attempt: None,
         max_sessions: 10,
         refresh_expires_at: t(at + 604_800),
+        via: None,
         at: t(at),
     }
 }

@@ -14,6 +14,7 @@ async fn registering_twice_is_refused() {
             password_hash: "h".to_owned(),
             role: Role::User,
             email_verified: false,
+            identity: None,
             at: t(1),
         })
         .await
