@@ -143,7 +143,8 @@ impl Auth {
         self.finish_erasure(&account, &events).await
     }
 
-    /// After `Erased`: the address may be registered again, the key goes
+    /// After `Erased`: the address may be registered again, its provider
+    /// identities linked again, the key goes
     /// (the erasure proper), and the read models show it before the answer.
     async fn finish_erasure(
         &self,
@@ -158,6 +159,9 @@ impl Auth {
             self.log()
                 .execute::<EmailClaim>(index, release, CommandMeta::by(user_id))
                 .await?;
+        }
+        for subject_index in account.identities.values() {
+            self.release(subject_index, user_id).await?;
         }
         self.subject_keys().destroy(user_id).await?;
         self.await_revocations(events).await?;

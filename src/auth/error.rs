@@ -3,6 +3,7 @@
 use agon_aggregates::Refusal;
 use agon_aggregates::account::{AccountError, ValueError};
 use agon_aggregates::email_claim::EmailClaimError;
+use agon_aggregates::identity_claim::IdentityClaimError;
 use agon_aggregates::organization::OrganizationError;
 use thiserror::Error;
 
@@ -186,6 +187,18 @@ impl From<CommandError<EmailClaimError>> for AuthError {
             CommandError::Rejected(e @ EmailClaimError::Taken) => {
                 AuthError::Rejected(Refusal::of(&e))
             }
+            CommandError::Store(e) => AuthError::Store(e),
+            CommandError::Contended { .. } => AuthError::Contended,
+        }
+    }
+}
+
+impl From<CommandError<IdentityClaimError>> for AuthError {
+    fn from(e: CommandError<IdentityClaimError>) -> Self {
+        match e {
+            CommandError::Rejected(IdentityClaimError::Taken) => AuthError::Conflict(
+                "This identity already signs in to another account".to_owned(),
+            ),
             CommandError::Store(e) => AuthError::Store(e),
             CommandError::Contended { .. } => AuthError::Contended,
         }

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use agon_aggregates::account::{
     Account, AccountCommand, Device, DisplayName, Email, FailureReason, MAX_EMAIL_CHARS, Password,
-    Role, SecondFactor, StepToken, ValueError,
+    ProviderIdentity, Role, SecondFactor, StepToken, ValueError,
 };
 use agon_aggregates::email_claim::EmailClaimCommand;
 use agon_aggregates::{CommandMeta, email_claim::EmailClaim};
@@ -78,6 +78,23 @@ impl Auth {
             ));
         }
         let password_hash = self.hasher().hash(password.expose().to_owned()).await?;
+        let fields = NewFields {
+            email: &email,
+            name: &name,
+            password_hash,
+            email_verified,
+        };
+        self.create_account(fields, None).await
+    }
+
+    /// Claims the address, then registers the account (with `identity`
+    /// linked when a provider's sign-in provisions it).
+    pub(super) async fn create_account(
+        &self,
+        fields: NewFields<'_>,
+        identity: Option<ProviderIdentity>,
+    ) -> Result<Account, AuthError> {
+        let email = fields.email;
         let user_id = uuid::Uuid::new_v4().to_string();
         let email_index = self.email_index(email.as_str());
         self.log()
@@ -107,12 +124,12 @@ impl Auth {
         let register = AccountCommand::Register {
             user_id: user_id.clone(),
             email: key.seal(&user_id, email.as_str()),
-            name: key.seal(&user_id, name.as_str()),
+            name: key.seal(&user_id, fields.name.as_str()),
             email_index,
-            password_hash,
+            password_hash: fields.password_hash,
             role,
-            email_verified,
-            identity: None,
+            email_verified: fields.email_verified,
+            identity,
             at: now,
         };
         let (account, _) = self.command(&user_id, register, &user_id).await?;
@@ -218,14 +235,15 @@ impl Auth {
         let account = self.apply_admin_list(account).await?;
         if account.mfa.enabled {
             return Ok(LoginOutcome::SecondFactorRequired {
-                mfa_token: self.issue_mfa_token(&account.user_id)?,
+                mfa_token: self.issue_mfa_token(&account.user_id, None)?,
             });
         }
         let opening = Opening {
             device,
             second_factor: None,
             step_token: None,
-            attempt_id,
+            attempt_id: Some(attempt_id),
+            via: None,
         };
         self.open_session(gate, &account.user_id, opening).await
     }
@@ -243,13 +261,14 @@ impl Auth {
         let (auth, code) = (self.clone(), code.to_owned());
         detached(async move {
             let user_id = claims.sub.clone();
+            let via = claims.via.clone();
             let gate = auth.inner.attempts.gate(&user_id);
             let step_token = StepToken {
                 token_id: claims.jti,
                 expires_at: DateTime::from_timestamp(claims.exp, 0).unwrap_or_default(),
             };
             let result = auth
-                .second_factor_step(&gate, &user_id, step_token, &code, device)
+                .second_factor_step(&gate, &user_id, step_token, &code, (device, via))
                 .await;
             auth.inner.attempts.release(&user_id, gate);
             result
@@ -263,7 +282,7 @@ impl Auth {
         user_id: &str,
         step_token: StepToken,
         code: &str,
-        device: Device,
+        (device, via): (Device, Option<ProviderIdentity>),
     ) -> Result<LoginOutcome, AuthError> {
         let (attempt_id, account) = match self.reserve(gate, user_id, None).await {
             Err(AuthError::NotFound { .. }) => return Err(AuthError::InvalidToken),
@@ -278,7 +297,8 @@ impl Auth {
                         device,
                         second_factor: Some(factor),
                         step_token: Some(step_token),
-                        attempt_id: &attempt_id,
+                        attempt_id: Some(&attempt_id),
+                        via,
                     };
                     self.open_session(gate, user_id, opening).await
                 }
@@ -343,7 +363,7 @@ impl Auth {
         Ok(self.command(&account.user_id, promote, "system").await?.0)
     }
 
-    async fn open_session(
+    pub(super) async fn open_session(
         &self,
         gate: &Gate,
         user_id: &str,
@@ -356,10 +376,10 @@ impl Auth {
             device: opening.device,
             second_factor: opening.second_factor,
             step_token: opening.step_token,
-            attempt: Some(opening.attempt_id.to_owned()),
+            attempt: opening.attempt_id.map(str::to_owned),
             max_sessions: self.settings().max_sessions,
             refresh_expires_at: self.refresh_expiry(now),
-            via: None,
+            via: opening.via,
             at: now,
         };
         let (account, _) = self.gated(gate, user_id, login).await?;
@@ -378,12 +398,23 @@ impl Auth {
     }
 }
 
+/// The checked fields a new account is registered with.
+pub(super) struct NewFields<'a> {
+    pub email: &'a Email,
+    pub name: &'a DisplayName,
+    pub password_hash: String,
+    pub email_verified: bool,
+}
+
 /// What a sign-in whose checks passed opens its session with.
-struct Opening<'a> {
-    device: Device,
-    second_factor: Option<SecondFactor>,
-    step_token: Option<StepToken>,
-    attempt_id: &'a str,
+pub(super) struct Opening<'a> {
+    pub device: Device,
+    pub second_factor: Option<SecondFactor>,
+    pub step_token: Option<StepToken>,
+    /// The password or code check this sign-in settles, if one was made.
+    pub attempt_id: Option<&'a str>,
+    /// The linked provider identity that signed in, in place of the password.
+    pub via: Option<ProviderIdentity>,
 }
 
 /// A backup code is hashed with its user id, so equal codes of two users differ.

@@ -19,6 +19,7 @@ pub mod erase;
 pub mod error;
 pub mod login;
 pub mod mfa;
+pub mod providers;
 pub mod rbac;
 pub mod sessions;
 pub mod signup;

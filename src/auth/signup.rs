@@ -304,7 +304,7 @@ impl Auth {
         self.join(&account.user_id, &org, invite.role).await
     }
 
-    async fn join(
+    pub(super) async fn join(
         &self,
         user_id: &str,
         org: &Organization,

@@ -1,7 +1,7 @@
 //! Issuing the access/refresh pair of a session, and the short-lived token
 //! that carries a half-finished sign-in to its second factor.
 
-use agon_aggregates::account::Account;
+use agon_aggregates::account::{Account, ProviderIdentity};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -50,6 +50,7 @@ impl Auth {
             generation: None,
             org_id: account.org_id.clone(),
             org_role: account.org_role.clone(),
+            via: None,
         };
         let refresh = Claims {
             exp: now.saturating_add(ttl(refresh_ttl)),
@@ -62,6 +63,7 @@ impl Auth {
             generation: Some(generation),
             org_id: None,
             org_role: None,
+            via: None,
         };
         Ok(TokenPair {
             access_token: self.sign(&access)?,
@@ -73,8 +75,13 @@ impl Auth {
         })
     }
 
-    /// A token proving that `user_id` passed the password step just now.
-    pub fn issue_mfa_token(&self, user_id: &str) -> Result<String, AuthError> {
+    /// A token proving that `user_id` passed the first step just now: the
+    /// password, or the provider identity `via`.
+    pub fn issue_mfa_token(
+        &self,
+        user_id: &str,
+        via: Option<ProviderIdentity>,
+    ) -> Result<String, AuthError> {
         let now = self.clock().unix();
         let claims = Claims {
             exp: now + MFA_TOKEN_SECONDS,
@@ -87,6 +94,7 @@ impl Auth {
             generation: None,
             org_id: None,
             org_role: None,
+            via,
         };
         self.sign(&claims)
     }

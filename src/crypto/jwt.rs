@@ -36,6 +36,10 @@ pub struct Claims {
     pub org_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org_role: Option<String>,
+    /// An MFA step token's provider identity, when the first step was a
+    /// provider's sign-in rather than the password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<agon_aggregates::account::ProviderIdentity>,
 }
 
 /// Only the HMAC family: the service signs and checks its own tokens with
@@ -194,6 +198,7 @@ mod tests {
             generation: Some(3),
             org_id: None,
             org_role: None,
+            via: None,
         }
     }
 

@@ -249,6 +249,7 @@ async fn forged_tokens_are_refused() {
         generation: None,
         org_id: None,
         org_role: None,
+        via: None,
     };
     let other = JwtKeys::new(
         b"another-secret-of-enough-length-9876543",

@@ -50,6 +50,7 @@ async fn every_protected_route_refuses_every_bad_credential() {
         generation: None,
         org_id: None,
         org_role: None,
+        via: None,
     };
     let ours = JwtKeys::new(SECRET.as_bytes(), JwtAlgorithm::Hs256);
     let theirs = JwtKeys::new(
