@@ -37,6 +37,7 @@ pub mod request;
 pub mod review;
 pub mod runner;
 pub mod scm;
+pub mod sso;
 pub mod store;
 pub mod views;
 pub mod web;

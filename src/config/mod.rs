@@ -11,6 +11,7 @@ mod http;
 mod outside;
 mod push;
 mod scm;
+mod sso;
 mod values;
 mod web;
 mod webhooks;
@@ -29,6 +30,7 @@ pub use http::{
 pub use outside::PublicStreamSettings;
 pub use push::{ConnectionCaps, PushSettings};
 pub use scm::ScmSettings;
+pub use sso::{OAuthSettings, OidcClient, SsoProtocol, SsoSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
 pub use web::WebSettings;
@@ -106,6 +108,9 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// `SERVICE_AUDIT_*`: pages and exports of the audit API.
     pub audit: AuditSettings,
+    /// `EXTIDP_OAUTH_*`, `OAUTH_*`, `SERVICE_SSO_*`: sign-in through
+    /// identity providers.
+    pub oauth: OAuthSettings,
 }
 
 impl Settings {
@@ -161,6 +166,7 @@ impl Settings {
             false
         };
         let auth = AuthSettings::read(&vars, &mut warnings)?;
+        let oauth = OAuthSettings::read(&vars, &auth.public_url)?;
         let settings = Self {
             environment,
             data_dir: vars
@@ -244,6 +250,7 @@ impl Settings {
             )?,
             warnings,
             audit: AuditSettings::read(&vars)?,
+            oauth,
         };
         settings.check_deployment()?;
         Ok(settings)
