@@ -47,6 +47,8 @@ pub enum StartError {
     Webhooks(#[from] WebhooksError),
     #[error("cannot set up the source-host client: {0}")]
     Scm(#[source] reqwest::Error),
+    #[error("cannot set up sign-in through identity providers: {0}")]
+    Sso(#[from] crate::sso::SsoError),
     #[error("cannot listen: {0}")]
     Listen(#[from] std::io::Error),
     #[error("cannot set up backups: {0}")]
@@ -106,6 +108,8 @@ pub struct App {
     pub receipts: crate::receipts::Receipts,
     /// Backups and disaster-recovery drills.
     pub backups: crate::backup::Backups,
+    /// Sign-in through identity providers (OAuth `extidp`, SSO).
+    pub sso: crate::sso::Sso,
 }
 
 impl App {
@@ -205,7 +209,9 @@ impl App {
             clock.clone(),
         )
         .map_err(Box::new)?;
+        let sso = crate::sso::Sso::new(&settings.oauth, auth.clone(), log.clone(), clock.clone())?;
         Ok(Self {
+            sso,
             receipts,
             settings: Arc::new(settings),
             log,
@@ -375,6 +381,7 @@ impl From<App> for ApiState {
             scm: app.scm,
             receipts: app.receipts,
             backups: app.backups,
+            sso: app.sso,
             audit,
         }
     }

@@ -32,6 +32,7 @@ pub mod receipts;
 pub mod recent_errors;
 pub mod routes;
 pub mod scm;
+pub mod sso;
 pub mod serve;
 pub mod shared;
 pub mod state;
@@ -86,6 +87,7 @@ pub fn routes() -> Routes {
         .merge(dr::routes())
         .merge(audit::routes())
         .merge(gallery::routes())
+        .merge(sso::routes())
 }
 
 /// The full API router.

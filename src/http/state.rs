@@ -61,6 +61,7 @@ pub struct ApiState {
     pub receipts: Receipts,
     pub backups: crate::backup::Backups,
     pub audit: Audit,
+    pub sso: crate::sso::Sso,
 }
 
 macro_rules! substate {
@@ -79,3 +80,4 @@ substate!(reviews: Reviews, scm: Scm);
 substate!(receipts: Receipts);
 substate!(backups: crate::backup::Backups);
 substate!(audit: Audit);
+substate!(sso: crate::sso::Sso);

@@ -98,7 +98,7 @@ impl Which {
 }
 
 /// A provider a client may send its users to.
-#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone)]
 pub struct ProviderInfo {
     /// `extidp` or `sso`.
     pub id: &'static str,
@@ -345,13 +345,24 @@ impl Sso {
         }))
     }
 
+    /// Where a finished sign-in lands when the caller named no address.
+    pub fn success_url(&self) -> &str {
+        &self.0.settings.success_url
+    }
+
     /// Where a failed callback sends the browser: the error address with
-    /// the message in its query.
+    /// the message in its query (a fault of the service says only that).
     pub fn error_redirect(&self, error: &SsoError) -> String {
-        let mut url = Url::parse(&self.0.settings.error_url)
-            .unwrap_or_else(|_| Url::parse("http://localhost/").unwrap_or_else(|_| unreachable!()));
-        url.query_pairs_mut()
-            .append_pair("error", &error.to_string());
+        let message = if error.is_fault() {
+            "Sign-in failed on our side; please try again".to_owned()
+        } else {
+            error.to_string()
+        };
+        // The setting was checked to be a URL when it was read.
+        let Ok(mut url) = Url::parse(&self.0.settings.error_url) else {
+            return self.0.settings.error_url.clone();
+        };
+        url.query_pairs_mut().append_pair("error", &message);
         url.to_string()
     }
 

@@ -43,6 +43,7 @@ mod schemas;
 mod scm;
 mod serve;
 mod signup;
+mod sso;
 mod store;
 mod tables;
 mod tamper;

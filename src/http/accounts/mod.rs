@@ -5,7 +5,7 @@
 mod admin;
 mod api_keys;
 mod mfa;
-mod session;
+pub mod session;
 mod signup;
 mod token;
 
@@ -80,6 +80,8 @@ pub struct UserProfile {
     pub has_api_key: bool,
     pub created_at: DateTime<Utc>,
     pub last_login_at: Option<DateTime<Utc>>,
+    /// Identity providers that sign in to this account (`extidp`, `sso`).
+    pub linked_providers: Vec<String>,
 }
 
 impl From<AccountView> for UserProfile {
@@ -98,6 +100,7 @@ impl From<AccountView> for UserProfile {
             has_api_key,
             created_at: view.created_at,
             last_login_at: view.last_login_at,
+            linked_providers: view.linked_providers.into_iter().collect(),
         }
     }
 }
@@ -134,6 +137,7 @@ impl UserProfile {
             has_api_key: !account.api_keys.is_empty(),
             created_at: account.created_at.unwrap_or_default(),
             last_login_at: account.last_login_at,
+            linked_providers: account.identities.keys().cloned().collect(),
         }
     }
 }

@@ -37,6 +37,12 @@ impl Serve {
         }
     }
 
+    /// `http://127.0.0.1:<port>`, known before the start (for settings that
+    /// name the service's own address).
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
     /// Binds `--host 127.0.0.1` explicitly.
     pub fn loopback(mut self) -> Self {
         self.args

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod binary;
+pub mod idp;
 pub mod provider;
 pub mod smtp;
 pub mod sse;

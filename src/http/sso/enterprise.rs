@@ -1,0 +1,257 @@
+//! Enterprise SSO (§5.4) at `/api/v1/auth/sso/*` and the legacy
+//! `/auth/sso/*` paths: sign-in, callback (GET, or a form POST), refresh,
+//! logout, the providers and the configuration.
+
+use axum::Json;
+use axum::extract::{Form, State};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::routes;
+
+use super::{CallbackQuery, StartQuery, finish, redirect};
+use crate::auth::tokens::TokenPair;
+use crate::auth::{Auth, Caller};
+use crate::http::accounts::ClientDevice;
+use crate::http::accounts::session::RefreshBody;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, ApiQuery, WantsHtml};
+use crate::http::ratelimit::{AuthPath, PathLimit};
+use crate::http::routes::{RouteSpec, Routes};
+use crate::sso::{Purpose, Sso, SsoError, Which};
+
+pub fn routes() -> Routes {
+    let limit = PathLimit::Auth(AuthPath::Sso);
+    let public = || RouteSpec::new().public().raw().limit(limit);
+    let legacy = || RouteSpec::unversioned().public().limit(limit);
+    Routes::new()
+        .add(routes!(login), public().also_at("/api/sso/login"))
+        .add(routes!(callback), public().also_at("/api/sso/callback"))
+        .add(routes!(refresh), public())
+        .add(routes!(logout), RouteSpec::new().limit(limit))
+        .add(routes!(providers), public())
+        .add(
+            routes!(config),
+            RouteSpec::new()
+                .requires(crate::auth::rbac::Permission::Admin)
+                .limit(limit),
+        )
+        .add(routes!(legacy_login), legacy())
+        .add(routes!(legacy_callback, legacy_callback_post), legacy())
+        .add(routes!(legacy_logout), RouteSpec::unversioned().limit(limit))
+        .add(routes!(metadata), legacy())
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LoginStarted {
+    /// Send the browser here.
+    pub auth_url: String,
+}
+
+/// Starts SSO sign-in: a browser (`Accept: text/html`) is redirected to the
+/// provider; other clients get the address as JSON.
+#[utoipa::path(get, path = "/api/auth/sso/login", tag = "sso", params(StartQuery),
+    responses((status = 302, description = "To the provider (browsers)"),
+        (status = 200, body = LoginStarted, description = "The provider's address (other clients)"),
+        (status = 400, description = "Invalid redirect URL"),
+        (status = 404, description = "SSO is not enabled"),
+        (status = 503, description = "The provider could not be reached")))]
+async fn login(
+    State(sso): State<Sso>,
+    WantsHtml(html): WantsHtml,
+    ApiQuery(query): ApiQuery<StartQuery>,
+) -> Result<Response, ApiError> {
+    start(&sso, html, query).await
+}
+
+async fn start(sso: &Sso, html: bool, query: StartQuery) -> Result<Response, ApiError> {
+    let auth_url = sso
+        .start(Which::Sso, Purpose::SignIn, query.redirect_url.as_deref())
+        .await?;
+    Ok(if html {
+        redirect(&auth_url)
+    } else {
+        Json(LoginStarted { auth_url }).into_response()
+    })
+}
+
+/// The provider's return: a redirect to the address the sign-in asked for
+/// (else `OAUTH_SUCCESS_URL`) with `access_token`, `refresh_token` and
+/// `user_id` in the fragment, or to `OAUTH_ERROR_URL` with `error` ("User
+/// not authorized" when the domain or group checks fail).
+#[utoipa::path(get, path = "/api/auth/sso/callback", tag = "sso", params(CallbackQuery),
+    responses((status = 302, description = "To the success or the error address")))]
+async fn callback(
+    State(sso): State<Sso>,
+    ClientDevice(device): ClientDevice,
+    ApiQuery(query): ApiQuery<CallbackQuery>,
+) -> Response {
+    finish(&sso, Which::Sso, query, device).await
+}
+
+/// Exchanges the refresh token of an SSO session (an ordinary session).
+#[utoipa::path(post, path = "/api/auth/sso/refresh", tag = "sso", request_body = RefreshBody,
+    responses((status = 200, body = TokenPair),
+        (status = 401, description = "Token expired or invalid")))]
+async fn refresh(
+    State(auth): State<Auth>,
+    ApiJson(body): ApiJson<RefreshBody>,
+) -> Result<Json<TokenPair>, ApiError> {
+    Ok(Json(auth.refresh(&body.refresh_token).await?))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LoggedOut {
+    pub success: bool,
+    /// The provider's end-session address (RP-initiated logout), when it
+    /// offers one: send the browser there to end the provider's session too.
+    pub logout_url: Option<String>,
+}
+
+/// Ends the caller's session, and names the provider's end-session address.
+#[utoipa::path(post, path = "/api/auth/sso/logout", tag = "sso",
+    responses((status = 200, body = LoggedOut)))]
+async fn logout(State(sso): State<Sso>, caller: Caller) -> Result<Json<LoggedOut>, ApiError> {
+    let logout_url = sso.logout(&caller).await?;
+    Ok(Json(LoggedOut {
+        success: true,
+        logout_url,
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SsoProviders {
+    /// SSO is enabled (`SERVICE_SSO_ENABLED`).
+    pub enabled: bool,
+    pub providers: Vec<super::ProviderView>,
+}
+
+/// The SSO provider, when SSO is enabled.
+#[utoipa::path(get, path = "/api/auth/sso/providers", tag = "sso",
+    responses((status = 200, body = SsoProviders)))]
+async fn providers(State(sso): State<Sso>) -> Json<SsoProviders> {
+    let providers: Vec<_> = sso
+        .providers()
+        .into_iter()
+        .filter(|provider| provider.id == "sso")
+        .map(Into::into)
+        .collect();
+    Json(SsoProviders {
+        enabled: !providers.is_empty(),
+        providers,
+    })
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SsoConfig {
+    pub enabled: bool,
+    pub provider_type: Option<String>,
+    pub entity_id: Option<String>,
+    pub issuer_url: Option<String>,
+    pub client_id: Option<String>,
+    pub callback_url: Option<String>,
+    pub scopes: Vec<String>,
+    pub allowed_domains: Vec<String>,
+    pub allowed_groups: Vec<String>,
+    pub groups_claim: Option<String>,
+    /// The organization provisioned users join.
+    pub org_id: Option<String>,
+    /// `group=role` as configured, in order.
+    pub group_roles: Vec<String>,
+    pub default_role: Option<String>,
+}
+
+/// The SSO configuration as the service read it (never the client secret).
+#[utoipa::path(get, path = "/api/auth/sso/config", tag = "sso",
+    responses((status = 200, body = SsoConfig), (status = 403, description = "Admins only")))]
+async fn config(State(sso): State<Sso>) -> Json<SsoConfig> {
+    let Some(settings) = sso.sso_settings() else {
+        return Json(SsoConfig {
+            enabled: false,
+            provider_type: None,
+            entity_id: None,
+            issuer_url: None,
+            client_id: None,
+            callback_url: None,
+            scopes: Vec::new(),
+            allowed_domains: Vec::new(),
+            allowed_groups: Vec::new(),
+            groups_claim: None,
+            org_id: None,
+            group_roles: Vec::new(),
+            default_role: None,
+        });
+    };
+    let crate::config::SsoProtocol::Oidc(client) = &settings.protocol;
+    Json(SsoConfig {
+        enabled: true,
+        provider_type: Some(settings.provider_type.clone()),
+        entity_id: Some(settings.entity_id.clone()),
+        issuer_url: Some(client.issuer_url.clone()),
+        client_id: Some(client.client_id.clone()),
+        callback_url: Some(client.redirect_uri.clone()),
+        scopes: client.scopes.clone(),
+        allowed_domains: settings.allowed_domains.clone(),
+        allowed_groups: settings.allowed_groups.clone(),
+        groups_claim: Some(settings.groups_claim.clone()),
+        org_id: settings.org_id.clone(),
+        group_roles: settings
+            .group_roles
+            .iter()
+            .map(|(group, role)| format!("{group}={}", role.as_str()))
+            .collect(),
+        default_role: Some(settings.default_role.as_str().to_owned()),
+    })
+}
+
+/// Legacy: starts SSO sign-in (as `/api/v1/auth/sso/login`).
+#[utoipa::path(get, path = "/auth/sso/login", tag = "sso", params(StartQuery),
+    responses((status = 302, description = "To the provider (browsers)"),
+        (status = 200, body = LoginStarted, description = "The provider's address (other clients)")))]
+async fn legacy_login(
+    State(sso): State<Sso>,
+    WantsHtml(html): WantsHtml,
+    ApiQuery(query): ApiQuery<StartQuery>,
+) -> Result<Response, ApiError> {
+    start(&sso, html, query).await
+}
+
+/// Legacy: the SSO callback (as `/api/v1/auth/sso/callback`).
+#[utoipa::path(get, path = "/auth/sso/callback", tag = "sso", params(CallbackQuery),
+    responses((status = 302, description = "To the success or the error address")))]
+async fn legacy_callback(
+    State(sso): State<Sso>,
+    ClientDevice(device): ClientDevice,
+    ApiQuery(query): ApiQuery<CallbackQuery>,
+) -> Response {
+    finish(&sso, Which::Sso, query, device).await
+}
+
+/// Legacy: the SSO callback as a form post (the OIDC `form_post` response
+/// mode), with the same fields as the query of the GET.
+#[utoipa::path(post, path = "/auth/sso/callback", tag = "sso",
+    request_body(content_type = "application/x-www-form-urlencoded", content = String),
+    responses((status = 302, description = "To the success or the error address")))]
+async fn legacy_callback_post(
+    State(sso): State<Sso>,
+    ClientDevice(device): ClientDevice,
+    Form(form): Form<CallbackQuery>,
+) -> Response {
+    finish(&sso, Which::Sso, form, device).await
+}
+
+/// Legacy single logout: ends the caller's session and sends the browser
+/// to the provider's end-session address, else to `OAUTH_SUCCESS_URL`.
+#[utoipa::path(get, path = "/auth/sso/logout", tag = "sso",
+    responses((status = 302, description = "To the provider's end-session address or the success address")))]
+async fn legacy_logout(State(sso): State<Sso>, caller: Caller) -> Result<Response, ApiError> {
+    let to = sso.logout(&caller).await?;
+    Ok(redirect(&to.unwrap_or_else(|| sso.success_url().to_owned())))
+}
+
+/// Legacy: the SAML 2.0 service provider metadata.
+#[utoipa::path(get, path = "/auth/sso/metadata", tag = "sso",
+    responses((status = 404, description = "SAML SSO is not configured")))]
+async fn metadata() -> Result<Response, ApiError> {
+    Err(SsoError::NotConfigured("saml").into())
+}

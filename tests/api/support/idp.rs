@@ -1,0 +1,209 @@
+//! Real identity providers on loopback (`tests/idp/`, started with Node),
+//! and a browser: an HTTP client that keeps cookies per host, follows
+//! redirects and posts the sign-in form, as a person's browser would.
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::Stdio;
+use std::sync::Mutex;
+
+use reqwest::header::{ACCEPT, COOKIE, LOCATION, SET_COOKIE};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::free_port;
+
+/// `oidc-provider` (OpenID Certified), configured by `tests/idp/oidc.mjs`.
+pub struct OidcProvider {
+    pub issuer: String,
+    _child: tokio::process::Child,
+}
+
+impl OidcProvider {
+    /// Starts the provider with `clients` (oidc-provider client metadata).
+    pub async fn start(clients: &Value) -> Self {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/idp");
+        assert!(
+            std::path::Path::new(dir).join("node_modules/oidc-provider").exists(),
+            "run `npm ci` in tests/idp first (ops/test.sh does)"
+        );
+        let port = free_port();
+        let mut child = tokio::process::Command::new("node")
+            .current_dir(dir)
+            .arg("oidc.mjs")
+            .arg(port.to_string())
+            .arg(clients.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the identity provider did not start in 30 s")
+            .unwrap()
+            .unwrap_or_default();
+        let issuer = ready
+            .strip_prefix("ready ")
+            .unwrap_or_else(|| panic!("unexpected first line from the identity provider: {ready}"))
+            .to_owned();
+        // Keep reading: a closed pipe would end the provider at its next notice.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Self {
+            issuer,
+            _child: child,
+        }
+    }
+
+    /// Makes the provider misbehave (`tampered`, `wrong_audience`,
+    /// `expired`, `rotated`, `unknown_key`) or behave (`normal`).
+    pub async fn mode(&self, mode: &str) {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/__mode", self.issuer))
+            .form(&[("mode", mode)])
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success());
+    }
+}
+
+/// A browser: cookies per host, redirects followed by hand.
+pub struct Browser {
+    http: reqwest::Client,
+    cookies: Mutex<HashMap<String, BTreeMap<String, String>>>,
+    /// Sent as `Authorization` to the service only (for link and logout).
+    pub bearer: Option<(String, String)>,
+}
+
+/// Where a walk through redirects ended.
+#[derive(Debug)]
+pub struct Landed {
+    pub url: String,
+    /// Every URL visited on the way, the last one included.
+    pub visited: Vec<String>,
+}
+
+impl Landed {
+    /// The fragment's fields (`#a=b&c=d`).
+    pub fn fragment(&self) -> BTreeMap<String, String> {
+        let fragment = self.url.split_once('#').map_or("", |(_, f)| f);
+        url::form_urlencoded::parse(fragment.as_bytes())
+            .into_owned()
+            .collect()
+    }
+
+    /// The query's `error`, when the walk ended at the error address.
+    pub fn error(&self) -> Option<String> {
+        let url = url::Url::parse(&self.url).ok()?;
+        url.query_pairs()
+            .find(|(key, _)| key == "error")
+            .map(|(_, value)| value.into_owned())
+    }
+}
+
+impl Default for Browser {
+    fn default() -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            cookies: Mutex::default(),
+            bearer: None,
+        }
+    }
+}
+
+impl Browser {
+    fn authority(url: &str) -> String {
+        let url = url::Url::parse(url).unwrap();
+        format!("{}:{}", url.host_str().unwrap(), url.port_or_known_default().unwrap())
+    }
+
+    fn prepare(&self, request: reqwest::RequestBuilder, url: &str) -> reqwest::RequestBuilder {
+        let authority = Self::authority(url);
+        let mut request = request.header(ACCEPT, "text/html,application/xhtml+xml");
+        if let Some(jar) = self.cookies.lock().unwrap().get(&authority)
+            && !jar.is_empty()
+        {
+            let header = jar
+                .iter()
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            request = request.header(COOKIE, header);
+        }
+        if let Some((origin, token)) = &self.bearer
+            && url.starts_with(origin.as_str())
+        {
+            request = request.bearer_auth(token);
+        }
+        request
+    }
+
+    fn keep_cookies(&self, url: &str, response: &reqwest::Response) {
+        let authority = Self::authority(url);
+        let mut jars = self.cookies.lock().unwrap();
+        let jar = jars.entry(authority).or_default();
+        for header in response.headers().get_all(SET_COOKIE) {
+            let text = header.to_str().unwrap_or_default();
+            let pair = text.split(';').next().unwrap_or_default();
+            if let Some((name, value)) = pair.split_once('=') {
+                if value.is_empty() || text.to_ascii_lowercase().contains("expires=thu, 01 jan 1970") {
+                    jar.remove(name.trim());
+                } else {
+                    jar.insert(name.trim().to_owned(), value.to_owned());
+                }
+            }
+        }
+    }
+
+    /// GETs `url`, answering the provider's sign-in form as `login`, and
+    /// follows redirects until one leads to an address starting with one
+    /// of `stops` (not fetched).
+    pub async fn walk(&self, url: &str, login: &str, stops: &[&str]) -> Landed {
+        let mut visited = Vec::new();
+        let mut next = url.to_owned();
+        let mut form: Option<Vec<(String, String)>> = None;
+        for _ in 0..20 {
+            visited.push(next.clone());
+            if stops.iter().any(|stop| next.starts_with(stop)) {
+                return Landed { url: next, visited };
+            }
+            let request = match form.take() {
+                Some(fields) => self.prepare(self.http.post(&next), &next).form(&fields),
+                None => self.prepare(self.http.get(&next), &next),
+            };
+            let response = request.send().await.unwrap();
+            self.keep_cookies(&next, &response);
+            let status = response.status();
+            if status.is_redirection() {
+                let location = response.headers()[LOCATION].to_str().unwrap().to_owned();
+                next = url::Url::parse(&next)
+                    .unwrap()
+                    .join(&location)
+                    .unwrap()
+                    .to_string();
+                continue;
+            }
+            let body = response.text().await.unwrap_or_default();
+            assert!(
+                status.is_success(),
+                "{next} answered {status}: {body} (visited {visited:?})"
+            );
+            let action = body
+                .split("action=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or_else(|| panic!("no form at {next}: {body}"));
+            next = url::Url::parse(&next).unwrap().join(action).unwrap().to_string();
+            form = Some(vec![
+                ("login".to_owned(), login.to_owned()),
+                ("password".to_owned(), "correct horse".to_owned()),
+            ]);
+        }
+        panic!("too many redirects: {visited:?}");
+    }
+}
