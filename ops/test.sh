@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project on a fresh Debian 12 machine as root:
-# installs PostgreSQL, nats-server and redis-server when missing (and the
+# installs PostgreSQL, nats-server, redis-server and Node.js when missing (and the
 # Python tools schemathesis and openapi-spec-validator, and moto's S3 server), starts throwaway
 # PostgreSQL and NATS on free loopback ports with their data in a temp dir,
 # runs fmt, clippy, the whole test suite against both back ends, the
@@ -33,6 +33,19 @@ if ! python3 -c 'import moto.server, flask' >/dev/null 2>&1; then
   log "installing moto's S3 server"
   python3 -m pip install -q --disable-pip-version-check 'moto[server]>=5,<6' >/dev/null
 fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  log "installing Node.js (the test identity providers run on it)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq nodejs npm >/dev/null
+fi
+# The identity providers the sign-in tests go through (tests/idp): the
+# locked versions, from the npm registry.
+log "installing the test identity providers (tests/idp)"
+for attempt in 1 2; do
+  if (cd tests/idp && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then break; fi
+  [ "$attempt" = 2 ] && { log "npm ci failed twice in tests/idp"; exit 1; }
+done
 SCHEMATHESIS=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/st
 PG_BIN=$(pg_bin)
 # initdb refuses to run as root; the server runs as this user.

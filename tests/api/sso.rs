@@ -346,6 +346,20 @@ async fn redirects_go_only_to_allowed_hosts_and_the_routes_answer() {
         let body: Value = answer.json().await.unwrap();
         assert!(body.to_string().contains("Invalid redirect URL"), "{body}");
     }
+    // A form posted to the legacy callback without a live state ends at
+    // the error address, whatever else it holds.
+    let posted = http
+        .post(format!("{base}/auth/sso/callback"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("code=abc&state=forged.99999999999&%ZZ=1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), 302);
+    let location = posted.headers()["location"].to_str().unwrap();
+    assert!(location.starts_with(FAILED), "{location}");
+    assert!(location.contains("error=Invalid+state+token"), "{location}");
+
     // An API client gets the provider's address as JSON.
     let (status, body) = call(Method::GET, &world.sso_login(), None, None).await;
     assert_eq!(status, 200, "{body}");

@@ -3,7 +3,7 @@
 //! logout, the providers and the configuration.
 
 use axum::Json;
-use axum::extract::{Form, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -80,7 +80,8 @@ async fn start(sso: &Sso, html: bool, query: StartQuery) -> Result<Response, Api
 /// `user_id` in the fragment, or to `OAUTH_ERROR_URL` with `error` ("User
 /// not authorized" when the domain or group checks fail).
 #[utoipa::path(get, path = "/api/auth/sso/callback", tag = "sso", params(CallbackQuery),
-    responses((status = 302, description = "To the success or the error address")))]
+    responses((status = 302, description = "To the success or the error address"),
+        (status = 400, description = "A query that is not a callback's")))]
 async fn callback(
     State(sso): State<Sso>,
     ClientDevice(device): ClientDevice,
@@ -218,7 +219,8 @@ async fn legacy_login(
 
 /// Legacy: the SSO callback (as `/api/v1/auth/sso/callback`).
 #[utoipa::path(get, path = "/auth/sso/callback", tag = "sso", params(CallbackQuery),
-    responses((status = 302, description = "To the success or the error address")))]
+    responses((status = 302, description = "To the success or the error address"),
+        (status = 400, description = "A query that is not a callback's")))]
 async fn legacy_callback(
     State(sso): State<Sso>,
     ClientDevice(device): ClientDevice,
@@ -235,8 +237,21 @@ async fn legacy_callback(
 async fn legacy_callback_post(
     State(sso): State<Sso>,
     ClientDevice(device): ClientDevice,
-    Form(form): Form<CallbackQuery>,
+    body: axum::body::Bytes,
 ) -> Response {
+    // Read leniently: whatever the body holds, the answer is a redirect
+    // (a form without a good state ends at the error address).
+    let mut form = CallbackQuery::default();
+    for (key, value) in url::form_urlencoded::parse(&body) {
+        let field = match key.as_ref() {
+            "code" => &mut form.code,
+            "state" => &mut form.state,
+            "error" => &mut form.error,
+            "error_description" => &mut form.error_description,
+            _ => continue,
+        };
+        *field = Some(value.into_owned());
+    }
     finish(&sso, Which::Sso, form, device).await
 }
 

@@ -58,7 +58,7 @@ pub struct StartQuery {
 }
 
 /// What the provider sends back to the callback.
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct CallbackQuery {
     #[serde(default)]

@@ -51,7 +51,8 @@ async fn start(
 /// `mfa_required` and `mfa_token` when the account has MFA: finish at
 /// `POST /api/auth/mfa/verify`), or to `OAUTH_ERROR_URL` with `error`.
 #[utoipa::path(get, path = "/api/auth/oauth/extidp/callback", tag = "auth", params(CallbackQuery),
-    responses((status = 302, description = "To the success or the error address")))]
+    responses((status = 302, description = "To the success or the error address"),
+        (status = 400, description = "A query that is not a callback's")))]
 async fn callback(
     State(sso): State<Sso>,
     ClientDevice(device): ClientDevice,
