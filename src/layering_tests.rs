@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-const SERVICES: [&str; 15] = [
+const SERVICES: [&str; 16] = [
     "auth", "debates", "ops", "runner", "agents", "mail", "views", "push", "webhooks", "review",
-    "scm", "outside", "receipts", "audit", "backup",
+    "scm", "outside", "receipts", "audit", "backup", "sso",
 ];
 const ADAPTERS: [&str; 8] = [
     "store",

@@ -196,9 +196,9 @@ impl From<CommandError<EmailClaimError>> for AuthError {
 impl From<CommandError<IdentityClaimError>> for AuthError {
     fn from(e: CommandError<IdentityClaimError>) -> Self {
         match e {
-            CommandError::Rejected(IdentityClaimError::Taken) => AuthError::Conflict(
-                "This identity already signs in to another account".to_owned(),
-            ),
+            CommandError::Rejected(IdentityClaimError::Taken) => {
+                AuthError::Conflict("This identity already signs in to another account".to_owned())
+            }
             CommandError::Store(e) => AuthError::Store(e),
             CommandError::Contended { .. } => AuthError::Contended,
         }

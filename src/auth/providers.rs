@@ -74,7 +74,10 @@ impl Auth {
         let identity = self.identity_of(asserted.provider, &asserted.subject);
         let account = match self.linked_account(&identity).await? {
             Some(account) => account,
-            None => self.link_or_provision(asserted, &identity, placement).await?,
+            None => {
+                self.link_or_provision(asserted, &identity, placement)
+                    .await?
+            }
         };
         let now = self.clock().now();
         let refusal = if account.disabled {
@@ -111,7 +114,11 @@ impl Auth {
 
     /// Records on the linked account, if there is one, that the provider's
     /// settings refused this identity (domain or group checks).
-    pub async fn refuse_unauthorized(&self, provider: &str, subject: &str) -> Result<(), AuthError> {
+    pub async fn refuse_unauthorized(
+        &self,
+        provider: &str,
+        subject: &str,
+    ) -> Result<(), AuthError> {
         let identity = self.identity_of(provider, subject);
         if let Some(account) = self.linked_account(&identity).await? {
             self.refuse(&account.user_id, identity, ProviderRefusal::NotAuthorized)
@@ -177,10 +184,7 @@ impl Auth {
         self.claim(identity, &account.user_id).await?;
         match placement {
             Some(placement) => {
-                let org = self
-                    .log()
-                    .load::<Organization>(&placement.org_id)
-                    .await?;
+                let org = self.log().load::<Organization>(&placement.org_id).await?;
                 if org.created_at.is_none() {
                     return Err(AuthError::NotFound {
                         resource_type: "organization",
@@ -238,7 +242,11 @@ impl Auth {
     }
 
     /// Lets an identity be linked again (unlinked, or its account erased).
-    pub(super) async fn release(&self, subject_index: &str, user_id: &str) -> Result<(), AuthError> {
+    pub(super) async fn release(
+        &self,
+        subject_index: &str,
+        user_id: &str,
+    ) -> Result<(), AuthError> {
         let release = IdentityClaimCommand::Release {
             user_id: user_id.to_owned(),
         };

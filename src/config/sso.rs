@@ -197,7 +197,10 @@ fn read_sso<F: Fn(&str) -> Option<String>>(
     let default_role = match vars.get("SERVICE_SSO_DEFAULT_ROLE") {
         None => OrgRole::Member,
         Some(role) => OrgRole::parse_invitable(&role).ok_or_else(|| {
-            ConfigError::new("SERVICE_SSO_DEFAULT_ROLE", "must be admin, member or viewer")
+            ConfigError::new(
+                "SERVICE_SSO_DEFAULT_ROLE",
+                "must be admin, member or viewer",
+            )
         })?,
     };
     Ok(Some(SsoSettings {

@@ -153,8 +153,7 @@ impl Sso {
             .timeout(settings.timeout)
             .build()
             .map_err(|e| SsoError::Provider(format!("HTTP client: {e}")))?;
-        let provider =
-            |client| oidc::Provider::new(client, http.clone(), settings.discovery_ttl);
+        let provider = |client| oidc::Provider::new(client, http.clone(), settings.discovery_ttl);
         let sso = settings.sso.as_ref().map(|sso| match &sso.protocol {
             SsoProtocol::Oidc(client) => provider(client.clone()),
         });
@@ -311,7 +310,10 @@ impl Sso {
 
     /// The domain and group checks of SSO; the organization and role a
     /// provisioned account gets.
-    async fn authorize_sso(&self, identity: &oidc::Identity) -> Result<Option<Placement>, SsoError> {
+    async fn authorize_sso(
+        &self,
+        identity: &oidc::Identity,
+    ) -> Result<Option<Placement>, SsoError> {
         let Some(settings) = self.sso_settings() else {
             return Err(SsoError::NotConfigured("sso"));
         };
@@ -332,7 +334,11 @@ impl Sso {
                 .iter()
                 .any(|group| settings.allowed_groups.contains(group));
         if !(domain_ok && group_ok) {
-            tracing::info!(domain_ok, group_ok, "SSO sign-in refused by the domain or group settings");
+            tracing::info!(
+                domain_ok,
+                group_ok,
+                "SSO sign-in refused by the domain or group settings"
+            );
             self.0
                 .auth
                 .refuse_unauthorized("sso", &identity.subject)

@@ -9,15 +9,15 @@ use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use openidconnect::ProviderMetadataWithLogout;
 use openidconnect::core::{
     CoreAuthenticationFlow, CoreClient, CoreErrorResponseType, CoreIdToken, CoreIdTokenVerifier,
 };
-use openidconnect::ProviderMetadataWithLogout;
 use openidconnect::{
-    AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet,
-    EndpointNotSet, EndpointSet, IssuerUrl,
-    JsonWebKeySet, Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError,
-    Scope, SignatureVerificationError, TokenResponse,
+    AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken,
+    EndpointMaybeSet, EndpointNotSet, EndpointSet, IssuerUrl, JsonWebKeySet, Nonce,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope,
+    SignatureVerificationError, TokenResponse,
 };
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -45,8 +45,14 @@ pub struct Authorization {
 
 /// A client built from discovered metadata: authorization endpoint set,
 /// token and user-info endpoints as the provider lists them.
-type RelyingParty =
-    CoreClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointMaybeSet, EndpointMaybeSet>;
+type RelyingParty = CoreClient<
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
 
 pub struct Provider {
     client: OidcClient,
@@ -212,9 +218,9 @@ fn verified(
     nonce: &Nonce,
 ) -> Result<Identity, SsoError> {
     let claims = id_token.claims(verifier, nonce).map_err(|e| match e {
-        ClaimsVerificationError::SignatureVerification(SignatureVerificationError::NoMatchingKey) => {
-            SsoError::UnknownKey
-        }
+        ClaimsVerificationError::SignatureVerification(
+            SignatureVerificationError::NoMatchingKey,
+        ) => SsoError::UnknownKey,
         other => SsoError::Token(other.to_string()),
     })?;
     let raw = id_token.to_string();

@@ -36,9 +36,15 @@ async fn world(extra: &[(&str, &str)]) -> World {
     .await;
     let data = tempfile::tempdir().unwrap();
     let mut envs: Vec<(String, String)> = vec![
-        ("SERVICE_JWT_SECRET".into(), "sso-test-secret-0123456789-0123456789".into()),
+        (
+            "SERVICE_JWT_SECRET".into(),
+            "sso-test-secret-0123456789-0123456789".into(),
+        ),
         ("SERVICE_PUBLIC_URL".into(), base.clone()),
-        ("SERVICE_API_TOKEN".into(), crate::support::TEST_TOKEN.into()),
+        (
+            "SERVICE_API_TOKEN".into(),
+            crate::support::TEST_TOKEN.into(),
+        ),
         ("OAUTH_SUCCESS_URL".into(), SUCCESS.into()),
         ("OAUTH_ERROR_URL".into(), FAILED.into()),
         ("OAUTH_ALLOWED_REDIRECT_HOSTS".into(), "127.0.0.1".into()),
@@ -52,7 +58,10 @@ async fn world(extra: &[(&str, &str)]) -> World {
         ("SERVICE_SSO_ISSUER_URL".into(), idp.issuer.clone()),
         ("SERVICE_SSO_ALLOWED_DOMAINS".into(), "acme.test".into()),
         ("SERVICE_SSO_ALLOWED_GROUPS".into(), "staff".into()),
-        ("SERVICE_SSO_GROUP_ROLES".into(), "agon-admins=admin,staff=member".into()),
+        (
+            "SERVICE_SSO_GROUP_ROLES".into(),
+            "agon-admins=admin,staff=member".into(),
+        ),
         ("SERVICE_IP_RATE_LIMIT".into(), "100000".into()),
         ("SERVICE_RATE_LIMIT_SSO".into(), "100000".into()),
         ("SERVICE_RATE_LIMIT_OAUTH".into(), "100000".into()),
@@ -80,7 +89,9 @@ impl World {
 
     /// Signs in through `start` as `login`; where the browser landed.
     async fn sign_in(&self, start: &str, login: &str) -> crate::support::idp::Landed {
-        Browser::default().walk(start, login, &[SUCCESS, FAILED]).await
+        Browser::default()
+            .walk(start, login, &[SUCCESS, FAILED])
+            .await
     }
 }
 
@@ -90,7 +101,10 @@ async fn organization(data: &std::path::Path) -> String {
     let service = Serve::on_free_ports()
         .loopback()
         .data_dir(data)
-        .env("SERVICE_JWT_SECRET", "sso-test-secret-0123456789-0123456789")
+        .env(
+            "SERVICE_JWT_SECRET",
+            "sso-test-secret-0123456789-0123456789",
+        )
         .start()
         .await;
     let base = &service.base;
@@ -117,7 +131,11 @@ async fn sso_provisions_into_the_organization_with_the_role_of_its_groups() {
     let data = tempfile::tempdir().unwrap();
     let org_id = organization(data.path()).await;
     let data_dir = data.path().to_str().unwrap().to_owned();
-    let world = world(&[("SERVICE_SSO_ORG_ID", &org_id), ("SERVICE_DATA_DIR", &data_dir)]).await;
+    let world = world(&[
+        ("SERVICE_SSO_ORG_ID", &org_id),
+        ("SERVICE_DATA_DIR", &data_dir),
+    ])
+    .await;
 
     for (login, role) in [("alice@acme.test", "admin"), ("bob@acme.test", "member")] {
         let landed = world.sign_in(&world.sso_login(), login).await;
@@ -226,7 +244,10 @@ async fn a_state_token_works_once_and_expires() {
         .send()
         .await
         .unwrap();
-    let location = to_provider.headers()["location"].to_str().unwrap().to_owned();
+    let location = to_provider.headers()["location"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     tokio::time::sleep(std::time::Duration::from_millis(3_100)).await;
     let late = Browser::default()
         .walk(&location, "bob@acme.test", &[SUCCESS, FAILED])
@@ -255,9 +276,16 @@ async fn id_tokens_not_made_for_us_by_the_provider_are_refused() {
 
 #[tokio::test]
 async fn wrong_client_credentials_say_so() {
-    let world = world(&[("SERVICE_SSO_CLIENT_SECRET", "not-the-secret-at-all-0123456789")]).await;
+    let world = world(&[(
+        "SERVICE_SSO_CLIENT_SECRET",
+        "not-the-secret-at-all-0123456789",
+    )])
+    .await;
     let landed = world.sign_in(&world.sso_login(), "bob@acme.test").await;
-    assert_eq!(landed.error().as_deref(), Some("Invalid client credentials"));
+    assert_eq!(
+        landed.error().as_deref(),
+        Some("Invalid client credentials")
+    );
 }
 
 #[tokio::test]
@@ -274,7 +302,10 @@ async fn extidp_signs_in_links_by_verified_email_and_never_takes_an_unverified_o
     // dave's address is unverified at the provider: no way in through it.
     let landed = world.sign_in(&world.extidp_login(), "dave@acme.test").await;
     assert!(
-        landed.error().unwrap_or_default().contains("link the provider there"),
+        landed
+            .error()
+            .unwrap_or_default()
+            .contains("link the provider there"),
         "{landed:?}"
     );
 
@@ -315,7 +346,9 @@ async fn extidp_signs_in_links_by_verified_email_and_never_takes_an_unverified_o
 async fn a_provisioned_account_keeps_its_only_way_in() {
     let world = world(&[]).await;
     let base = &world.service.base;
-    let landed = world.sign_in(&world.extidp_login(), "carol@acme.test").await;
+    let landed = world
+        .sign_in(&world.extidp_login(), "carol@acme.test")
+        .await;
     let token = landed.fragment()["access_token"].clone();
     let (status, body) = call(
         Method::DELETE,
@@ -363,7 +396,12 @@ async fn redirects_go_only_to_allowed_hosts_and_the_routes_answer() {
     // An API client gets the provider's address as JSON.
     let (status, body) = call(Method::GET, &world.sso_login(), None, None).await;
     assert_eq!(status, 200, "{body}");
-    assert!(body["auth_url"].as_str().unwrap().starts_with(&world.idp.issuer));
+    assert!(
+        body["auth_url"]
+            .as_str()
+            .unwrap()
+            .starts_with(&world.idp.issuer)
+    );
 
     let (status, body) = call(
         Method::GET,
@@ -389,7 +427,13 @@ async fn redirects_go_only_to_allowed_hosts_and_the_routes_answer() {
     .await;
     assert_eq!((status, body["enabled"].clone()), (200, json!(true)));
     // The configuration is the admins'.
-    let (status, _) = call(Method::GET, &format!("{base}/api/v1/auth/sso/config"), None, None).await;
+    let (status, _) = call(
+        Method::GET,
+        &format!("{base}/api/v1/auth/sso/config"),
+        None,
+        None,
+    )
+    .await;
     assert_eq!(status, 401);
     let config = crate::support::accounts::admin_get(base, "/api/v1/auth/sso/config").await;
     assert_eq!(config["client_id"], "agon-sso");

@@ -1,5 +1,5 @@
 //! Enterprise SSO (§5.4) at `/api/v1/auth/sso/*` and the legacy
-//! `/auth/sso/*` paths: sign-in, callback (GET, or a form POST), refresh,
+//! `/auth/sso/*` paths: sign-in, sso_callback (GET, or a form POST), refresh,
 //! logout, the providers and the configuration.
 
 use axum::Json;
@@ -25,21 +25,24 @@ pub fn routes() -> Routes {
     let public = || RouteSpec::new().public().raw().limit(limit);
     let legacy = || RouteSpec::unversioned().public().limit(limit);
     Routes::new()
-        .add(routes!(login), public().also_at("/api/sso/login"))
-        .add(routes!(callback), public().also_at("/api/sso/callback"))
-        .add(routes!(refresh), public())
-        .add(routes!(logout), RouteSpec::new().limit(limit))
-        .add(routes!(providers), public())
+        .add(routes!(sso_login), public().also_at("/api/sso/login"))
+        .add(routes!(sso_callback), public().also_at("/api/sso/callback"))
+        .add(routes!(sso_refresh), public())
+        .add(routes!(sso_logout), RouteSpec::new().limit(limit))
+        .add(routes!(sso_providers), public())
         .add(
-            routes!(config),
+            routes!(sso_config),
             RouteSpec::new()
                 .requires(crate::auth::rbac::Permission::Admin)
                 .limit(limit),
         )
         .add(routes!(legacy_login), legacy())
         .add(routes!(legacy_callback, legacy_callback_post), legacy())
-        .add(routes!(legacy_logout), RouteSpec::unversioned().limit(limit))
-        .add(routes!(metadata), legacy())
+        .add(
+            routes!(legacy_logout),
+            RouteSpec::unversioned().limit(limit),
+        )
+        .add(routes!(sso_metadata), legacy())
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -56,7 +59,7 @@ pub struct LoginStarted {
         (status = 400, description = "Invalid redirect URL"),
         (status = 404, description = "SSO is not enabled"),
         (status = 503, description = "The provider could not be reached")))]
-async fn login(
+async fn sso_login(
     State(sso): State<Sso>,
     WantsHtml(html): WantsHtml,
     ApiQuery(query): ApiQuery<StartQuery>,
@@ -82,7 +85,7 @@ async fn start(sso: &Sso, html: bool, query: StartQuery) -> Result<Response, Api
 #[utoipa::path(get, path = "/api/auth/sso/callback", tag = "sso", params(CallbackQuery),
     responses((status = 302, description = "To the success or the error address"),
         (status = 400, description = "A query that is not a callback's")))]
-async fn callback(
+async fn sso_callback(
     State(sso): State<Sso>,
     ClientDevice(device): ClientDevice,
     ApiQuery(query): ApiQuery<CallbackQuery>,
@@ -94,7 +97,7 @@ async fn callback(
 #[utoipa::path(post, path = "/api/auth/sso/refresh", tag = "sso", request_body = RefreshBody,
     responses((status = 200, body = TokenPair),
         (status = 401, description = "Token expired or invalid")))]
-async fn refresh(
+async fn sso_refresh(
     State(auth): State<Auth>,
     ApiJson(body): ApiJson<RefreshBody>,
 ) -> Result<Json<TokenPair>, ApiError> {
@@ -112,7 +115,7 @@ pub struct LoggedOut {
 /// Ends the caller's session, and names the provider's end-session address.
 #[utoipa::path(post, path = "/api/auth/sso/logout", tag = "sso",
     responses((status = 200, body = LoggedOut)))]
-async fn logout(State(sso): State<Sso>, caller: Caller) -> Result<Json<LoggedOut>, ApiError> {
+async fn sso_logout(State(sso): State<Sso>, caller: Caller) -> Result<Json<LoggedOut>, ApiError> {
     let logout_url = sso.logout(&caller).await?;
     Ok(Json(LoggedOut {
         success: true,
@@ -130,7 +133,7 @@ pub struct SsoProviders {
 /// The SSO provider, when SSO is enabled.
 #[utoipa::path(get, path = "/api/auth/sso/providers", tag = "sso",
     responses((status = 200, body = SsoProviders)))]
-async fn providers(State(sso): State<Sso>) -> Json<SsoProviders> {
+async fn sso_providers(State(sso): State<Sso>) -> Json<SsoProviders> {
     let providers: Vec<_> = sso
         .providers()
         .into_iter()
@@ -165,7 +168,7 @@ pub struct SsoConfig {
 /// The SSO configuration as the service read it (never the client secret).
 #[utoipa::path(get, path = "/api/auth/sso/config", tag = "sso",
     responses((status = 200, body = SsoConfig), (status = 403, description = "Admins only")))]
-async fn config(State(sso): State<Sso>) -> Json<SsoConfig> {
+async fn sso_config(State(sso): State<Sso>) -> Json<SsoConfig> {
     let Some(settings) = sso.sso_settings() else {
         return Json(SsoConfig {
             enabled: false,
@@ -261,12 +264,14 @@ async fn legacy_callback_post(
     responses((status = 302, description = "To the provider's end-session address or the success address")))]
 async fn legacy_logout(State(sso): State<Sso>, caller: Caller) -> Result<Response, ApiError> {
     let to = sso.logout(&caller).await?;
-    Ok(redirect(&to.unwrap_or_else(|| sso.success_url().to_owned())))
+    Ok(redirect(
+        &to.unwrap_or_else(|| sso.success_url().to_owned()),
+    ))
 }
 
 /// Legacy: the SAML 2.0 service provider metadata.
 #[utoipa::path(get, path = "/auth/sso/metadata", tag = "sso",
     responses((status = 404, description = "SAML SSO is not configured")))]
-async fn metadata() -> Result<Response, ApiError> {
+async fn sso_metadata() -> Result<Response, ApiError> {
     Err(SsoError::NotConfigured("saml").into())
 }

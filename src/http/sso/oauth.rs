@@ -22,11 +22,11 @@ pub fn routes() -> Routes {
     let limit = PathLimit::Auth(AuthPath::Oauth);
     let public = || RouteSpec::new().public().raw().limit(limit);
     Routes::new()
-        .add(routes!(start), public())
-        .add(routes!(callback), public())
-        .add(routes!(providers), public())
-        .add(routes!(link), RouteSpec::new().limit(limit))
-        .add(routes!(unlink), RouteSpec::new().limit(limit))
+        .add(routes!(extidp_start), public())
+        .add(routes!(extidp_callback), public())
+        .add(routes!(oauth_providers), public())
+        .add(routes!(oauth_link), RouteSpec::new().limit(limit))
+        .add(routes!(oauth_unlink), RouteSpec::new().limit(limit))
 }
 
 /// Starts sign-in with the OAuth provider: a redirect to it, with a state
@@ -36,12 +36,16 @@ pub fn routes() -> Routes {
         (status = 400, description = "Invalid redirect URL"),
         (status = 404, description = "The provider is not configured (EXTIDP_OAUTH_CLIENT_ID)"),
         (status = 503, description = "The provider could not be reached")))]
-async fn start(
+async fn extidp_start(
     State(sso): State<Sso>,
     ApiQuery(query): ApiQuery<StartQuery>,
 ) -> Result<Response, ApiError> {
     let url = sso
-        .start(Which::ExtIdp, Purpose::SignIn, query.redirect_url.as_deref())
+        .start(
+            Which::ExtIdp,
+            Purpose::SignIn,
+            query.redirect_url.as_deref(),
+        )
         .await?;
     Ok(redirect(&url))
 }
@@ -53,7 +57,7 @@ async fn start(
 #[utoipa::path(get, path = "/api/auth/oauth/extidp/callback", tag = "auth", params(CallbackQuery),
     responses((status = 302, description = "To the success or the error address"),
         (status = 400, description = "A query that is not a callback's")))]
-async fn callback(
+async fn extidp_callback(
     State(sso): State<Sso>,
     ClientDevice(device): ClientDevice,
     ApiQuery(query): ApiQuery<CallbackQuery>,
@@ -64,7 +68,7 @@ async fn callback(
 /// The identity providers configured: the OAuth provider and enterprise SSO.
 #[utoipa::path(get, path = "/api/auth/oauth/providers", tag = "auth",
     responses((status = 200, body = Providers)))]
-async fn providers(State(sso): State<Sso>) -> Json<Providers> {
+async fn oauth_providers(State(sso): State<Sso>) -> Json<Providers> {
     Json(Providers {
         providers: sso.providers().into_iter().map(Into::into).collect(),
     })
@@ -93,7 +97,7 @@ pub struct LinkStarted {
     responses((status = 200, body = LinkStarted),
         (status = 400, description = "Unknown provider or invalid redirect URL"),
         (status = 404, description = "The provider is not configured")))]
-async fn link(
+async fn oauth_link(
     State(sso): State<Sso>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<LinkBody>,
@@ -102,9 +106,7 @@ async fn link(
     let purpose = Purpose::Link {
         user_id: caller.user_id.to_string(),
     };
-    let auth_url = sso
-        .start(which, purpose, Some(&body.redirect_url))
-        .await?;
+    let auth_url = sso.start(which, purpose, Some(&body.redirect_url)).await?;
     Ok(Json(LinkStarted { auth_url }))
 }
 
@@ -123,7 +125,7 @@ pub struct UnlinkQuery {
         (status = 400, description = "Unknown provider"),
         (status = 404, description = "No identity of this provider is linked"),
         (status = 409, description = "The account's only way to sign in")))]
-async fn unlink(
+async fn oauth_unlink(
     State(auth): State<Auth>,
     AccountHolder(caller): AccountHolder,
     ApiQuery(query): ApiQuery<UnlinkQuery>,

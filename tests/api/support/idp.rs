@@ -23,7 +23,9 @@ impl OidcProvider {
     pub async fn start(clients: &Value) -> Self {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/idp");
         assert!(
-            std::path::Path::new(dir).join("node_modules/oidc-provider").exists(),
+            std::path::Path::new(dir)
+                .join("node_modules/oidc-provider")
+                .exists(),
             "run `npm ci` in tests/idp first (ops/test.sh does)"
         );
         let port = free_port();
@@ -119,7 +121,11 @@ impl Default for Browser {
 impl Browser {
     fn authority(url: &str) -> String {
         let url = url::Url::parse(url).unwrap();
-        format!("{}:{}", url.host_str().unwrap(), url.port_or_known_default().unwrap())
+        format!(
+            "{}:{}",
+            url.host_str().unwrap(),
+            url.port_or_known_default().unwrap()
+        )
     }
 
     fn prepare(&self, request: reqwest::RequestBuilder, url: &str) -> reqwest::RequestBuilder {
@@ -151,7 +157,11 @@ impl Browser {
             let text = header.to_str().unwrap_or_default();
             let pair = text.split(';').next().unwrap_or_default();
             if let Some((name, value)) = pair.split_once('=') {
-                if value.is_empty() || text.to_ascii_lowercase().contains("expires=thu, 01 jan 1970") {
+                if value.is_empty()
+                    || text
+                        .to_ascii_lowercase()
+                        .contains("expires=thu, 01 jan 1970")
+                {
                     jar.remove(name.trim());
                 } else {
                     jar.insert(name.trim().to_owned(), value.to_owned());
@@ -198,7 +208,11 @@ impl Browser {
                 .nth(1)
                 .and_then(|rest| rest.split('"').next())
                 .unwrap_or_else(|| panic!("no form at {next}: {body}"));
-            next = url::Url::parse(&next).unwrap().join(action).unwrap().to_string();
+            next = url::Url::parse(&next)
+                .unwrap()
+                .join(action)
+                .unwrap()
+                .to_string();
             form = Some(vec![
                 ("login".to_owned(), login.to_owned()),
                 ("password".to_owned(), "correct horse".to_owned()),
