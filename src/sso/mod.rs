@@ -30,8 +30,6 @@ pub enum SsoError {
     NotConfigured(&'static str),
     #[error("Invalid redirect URL")]
     InvalidRedirect,
-    #[error("Unknown provider")]
-    UnknownProvider,
     #[error("State token expired")]
     StateExpired,
     #[error("Invalid state token")]
@@ -85,14 +83,6 @@ impl Which {
         match self {
             Which::ExtIdp => "extidp",
             Which::Sso => "sso",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "extidp" => Some(Which::ExtIdp),
-            "sso" => Some(Which::Sso),
-            _ => None,
         }
     }
 }
@@ -228,8 +218,8 @@ impl Sso {
         purpose: Purpose,
         redirect: Option<&str>,
     ) -> Result<String, SsoError> {
-        let redirect = redirect.map(|url| self.checked_redirect(url)).transpose()?;
         let provider = self.provider(which)?;
+        let redirect = redirect.map(|url| self.checked_redirect(url)).transpose()?;
         let inner = &self.0;
         let ttl = i64::try_from(inner.settings.state_ttl.as_secs()).unwrap_or(600);
         let state = flows::new_state(&inner.clock, ttl);

@@ -211,7 +211,10 @@ async fn sso_config(State(sso): State<Sso>) -> Json<SsoConfig> {
 /// Legacy: starts SSO sign-in (as `/api/v1/auth/sso/login`).
 #[utoipa::path(get, path = "/auth/sso/login", tag = "sso", params(StartQuery),
     responses((status = 302, description = "To the provider (browsers)"),
-        (status = 200, body = LoginStarted, description = "The provider's address (other clients)")))]
+        (status = 200, body = LoginStarted, description = "The provider's address (other clients)"),
+        (status = 400, description = "Invalid redirect URL"),
+        (status = 404, description = "SSO is not enabled"),
+        (status = 503, description = "The provider could not be reached")))]
 async fn legacy_login(
     State(sso): State<Sso>,
     WantsHtml(html): WantsHtml,
@@ -232,17 +235,40 @@ async fn legacy_callback(
     finish(&sso, Which::Sso, query, device).await
 }
 
+/// The fields of a callback posted as a form.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)] // documents the form; the handler reads it leniently
+pub struct CallbackForm {
+    code: Option<String>,
+    /// The state token the sign-in started with.
+    state: String,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
 /// Legacy: the SSO callback as a form post (the OIDC `form_post` response
 /// mode), with the same fields as the query of the GET.
 #[utoipa::path(post, path = "/auth/sso/callback", tag = "sso",
-    request_body(content_type = "application/x-www-form-urlencoded", content = String),
-    responses((status = 302, description = "To the success or the error address")))]
+    request_body(content_type = "application/x-www-form-urlencoded", content = CallbackForm),
+    responses((status = 302, description = "To the success or the error address"),
+        (status = 400, description = "A form without a state"),
+        (status = 415, description = "Not a form")))]
 async fn legacy_callback_post(
     State(sso): State<Sso>,
     ClientDevice(device): ClientDevice,
+    headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
-) -> Response {
-    // Read leniently: whatever the body holds, the answer is a redirect
+) -> Result<Response, ApiError> {
+    let form_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if !form_type {
+        return Err(ApiError::UnsupportedMediaType(
+            "Expected application/x-www-form-urlencoded".to_owned(),
+        ));
+    }
+    // Read leniently: whatever the form holds, the answer is a redirect
     // (a form without a good state ends at the error address).
     let mut form = CallbackQuery::default();
     for (key, value) in url::form_urlencoded::parse(&body) {
@@ -255,7 +281,10 @@ async fn legacy_callback_post(
         };
         *field = Some(value.into_owned());
     }
-    finish(&sso, Which::Sso, form, device).await
+    if form.state.is_none() {
+        return Err(ApiError::bad_request("The callback form has no state"));
+    }
+    Ok(finish(&sso, Which::Sso, form, device).await)
 }
 
 /// Legacy single logout: ends the caller's session and sends the browser

@@ -32,7 +32,7 @@ impl From<SsoError> for ApiError {
                 resource_type: "identity provider",
                 resource_id: Some(name.to_owned()),
             },
-            S::InvalidRedirect | S::UnknownProvider | S::StateExpired | S::InvalidState => {
+            S::InvalidRedirect | S::StateExpired | S::InvalidState => {
                 ApiError::bad_request(e.to_string())
             }
             S::InvalidClient | S::Refused(_) | S::Token(_) | S::UnknownKey => {

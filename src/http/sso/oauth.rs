@@ -16,7 +16,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::ratelimit::{AuthPath, PathLimit};
 use crate::http::routes::{RouteSpec, Routes};
-use crate::sso::{Purpose, Sso, SsoError, Which};
+use crate::sso::{Purpose, Sso, Which};
 
 pub fn routes() -> Routes {
     let limit = PathLimit::Auth(AuthPath::Oauth);
@@ -74,11 +74,27 @@ async fn oauth_providers(State(sso): State<Sso>) -> Json<Providers> {
     })
 }
 
+/// An identity provider by name.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderName {
+    Extidp,
+    Sso,
+}
+
+impl From<ProviderName> for Which {
+    fn from(name: ProviderName) -> Self {
+        match name {
+            ProviderName::Extidp => Which::ExtIdp,
+            ProviderName::Sso => Which::Sso,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkBody {
-    /// `extidp` or `sso`.
-    pub provider: String,
+    pub provider: ProviderName,
     /// Where the browser lands once linked (`#linked=<provider>`); a host
     /// of `OAUTH_ALLOWED_REDIRECT_HOSTS`.
     pub redirect_url: String,
@@ -95,14 +111,14 @@ pub struct LinkStarted {
 /// account.
 #[utoipa::path(post, path = "/api/auth/oauth/link", tag = "auth", request_body = LinkBody,
     responses((status = 200, body = LinkStarted),
-        (status = 400, description = "Unknown provider or invalid redirect URL"),
+        (status = 400, description = "Invalid redirect URL"),
         (status = 404, description = "The provider is not configured")))]
 async fn oauth_link(
     State(sso): State<Sso>,
     AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<LinkBody>,
 ) -> Result<Json<LinkStarted>, ApiError> {
-    let which = Which::parse(&body.provider).ok_or(SsoError::UnknownProvider)?;
+    let which = Which::from(body.provider);
     let purpose = Purpose::Link {
         user_id: caller.user_id.to_string(),
     };
@@ -113,16 +129,15 @@ async fn oauth_link(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct UnlinkQuery {
-    /// `extidp` (default) or `sso`.
+    /// Default `extidp`.
     #[serde(default)]
-    provider: Option<String>,
+    provider: Option<ProviderName>,
 }
 
 /// Unlinks the caller's identity at a provider; refused (409) when it is
 /// the account's only way to sign in.
 #[utoipa::path(delete, path = "/api/auth/oauth/unlink", tag = "auth", params(UnlinkQuery),
     responses((status = 200, body = Done),
-        (status = 400, description = "Unknown provider"),
         (status = 404, description = "No identity of this provider is linked"),
         (status = 409, description = "The account's only way to sign in")))]
 async fn oauth_unlink(
@@ -130,8 +145,7 @@ async fn oauth_unlink(
     AccountHolder(caller): AccountHolder,
     ApiQuery(query): ApiQuery<UnlinkQuery>,
 ) -> Result<Json<Done>, ApiError> {
-    let name = query.provider.as_deref().unwrap_or("extidp");
-    let which = Which::parse(name).ok_or(SsoError::UnknownProvider)?;
+    let which = Which::from(query.provider.unwrap_or(ProviderName::Extidp));
     auth.unlink(&caller.user_id, which.name()).await?;
     Ok(Json(Done::new("Provider unlinked")))
 }
