@@ -101,6 +101,16 @@ pub struct ProviderInfo {
     pub login_url: &'static str,
 }
 
+/// What the provider's redirect to the callback carried.
+#[derive(Debug, Default)]
+pub struct Answer {
+    pub code: Option<String>,
+    /// The provider's refusal, with its description.
+    pub error: Option<String>,
+    /// `iss` (RFC 9207), when the provider sends it.
+    pub issuer: Option<String>,
+}
+
 /// How a callback ended, and where the browser goes next.
 #[derive(Debug)]
 pub enum Finished {
@@ -240,10 +250,14 @@ impl Sso {
         &self,
         which: Which,
         state: &str,
-        code: Option<String>,
-        provider_error: Option<String>,
+        answer: Answer,
         device: Device,
     ) -> Result<Finished, SsoError> {
+        let Answer {
+            code,
+            error: provider_error,
+            issuer,
+        } = answer;
         let inner = &self.0;
         let pending = flows::take(&inner.log, &inner.clock, state).await?;
         if pending.provider != which.name() {
@@ -254,6 +268,12 @@ impl Sso {
         }
         let code = code.ok_or_else(|| SsoError::Refused("no authorization code".to_owned()))?;
         let provider = self.provider(which)?;
+        // RFC 9207: a response naming another issuer is a mix-up.
+        if issuer.is_some_and(|issuer| issuer != provider.settings().issuer_url) {
+            return Err(SsoError::Refused(
+                "the answer names another issuer".to_owned(),
+            ));
+        }
         let identity = provider
             .finish(code, pending.pkce_verifier, &pending.nonce)
             .await?;

@@ -155,7 +155,32 @@ async fn sso_provisions_into_the_organization_with_the_role_of_its_groups() {
     // The same person again is the same account.
     let first = world.sign_in(&world.sso_login(), "alice@acme.test").await;
     let again = world.sign_in(&world.sso_login(), "alice@acme.test").await;
-    assert_eq!(first.fragment()["user_id"], again.fragment()["user_id"]);
+    let user_id = &first.fragment()["user_id"];
+    assert_eq!(user_id, &again.fragment()["user_id"]);
+
+    // Each sign-in is on the account's trail: provider, identity, outcome;
+    // never the provider's subject itself.
+    let trail = crate::support::accounts::admin_get(
+        &world.service.base,
+        &format!("/api/v1/audit-trails/account:{user_id}"),
+    )
+    .await;
+    let events = trail["events"].as_array().unwrap();
+    let kinds: Vec<_> = events
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds[..2], ["Registered", "IdentityLinked"], "{kinds:?}");
+    let sign_ins: Vec<_> = events
+        .iter()
+        .filter(|e| e["event_type"] == "ProviderLoginSucceeded")
+        .collect();
+    assert_eq!(sign_ins.len(), 3, "{kinds:?}");
+    assert_eq!(
+        sign_ins[0]["changes"]["ProviderLoginSucceeded"]["provider"],
+        "sso"
+    );
+    assert!(!trail.to_string().contains("sub-alice@acme.test"));
 }
 
 #[tokio::test]
@@ -232,6 +257,25 @@ async fn a_state_token_works_once_and_expires() {
         .clone();
     let replayed = browser.walk(&callback, "", &[SUCCESS, FAILED]).await;
     assert_eq!(replayed.error().as_deref(), Some("Invalid state token"));
+
+    // An answer that names another issuer (a mix-up, RFC 9207).
+    let at_callback = format!("{}/api/v1/auth/sso/callback", world.service.base);
+    let stopped = Browser::default()
+        .walk(&world.sso_login(), "bob@acme.test", &[&at_callback])
+        .await;
+    assert!(stopped.url.contains("iss="), "{stopped:?}");
+    let (head, _) = stopped.url.split_once("iss=").unwrap();
+    let mixed = format!("{head}iss=http%3A%2F%2F127.0.0.1%3A1");
+    let refused = Browser::default()
+        .walk(&mixed, "", &[SUCCESS, FAILED])
+        .await;
+    assert!(
+        refused
+            .error()
+            .unwrap_or_default()
+            .contains("another issuer"),
+        "{refused:?}"
+    );
 
     // A flow left at the provider past the state's lifetime.
     let http = reqwest::Client::builder()

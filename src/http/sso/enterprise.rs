@@ -244,6 +244,7 @@ pub struct CallbackForm {
     state: String,
     error: Option<String>,
     error_description: Option<String>,
+    iss: Option<String>,
 }
 
 /// Legacy: the SSO callback as a form post (the OIDC `form_post` response
@@ -277,6 +278,7 @@ async fn legacy_callback_post(
             "state" => &mut form.state,
             "error" => &mut form.error,
             "error_description" => &mut form.error_description,
+            "iss" => &mut form.iss,
             _ => continue,
         };
         *field = Some(value.into_owned());

@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::ApiError;
 use super::routes::Routes;
 use crate::auth::login::LoginOutcome;
-use crate::sso::{Finished, ProviderInfo, Sso, SsoError};
+use crate::sso::{Answer, Finished, ProviderInfo, Sso, SsoError};
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -70,6 +70,9 @@ pub struct CallbackQuery {
     error: Option<String>,
     #[serde(default)]
     error_description: Option<String>,
+    /// The issuer of the answer (RFC 9207); must be the provider's.
+    #[serde(default)]
+    iss: Option<String>,
 }
 
 /// A provider a client may send its users to.
@@ -129,9 +132,12 @@ async fn finish(
         None => error,
     });
     let state = query.state.unwrap_or_default();
-    let finished = sso
-        .finish(which, &state, query.code, provider_error, device)
-        .await;
+    let answer = Answer {
+        code: query.code,
+        error: provider_error,
+        issuer: query.iss,
+    };
+    let finished = sso.finish(which, &state, answer, device).await;
     match finished {
         Ok(Finished::SignedIn {
             outcome,
