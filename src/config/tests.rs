@@ -211,3 +211,67 @@ fn only_hmac_algorithms_and_good_keys_are_accepted() {
     let e = settings(&[("SERVICE_API_TOKEN", "short")]).unwrap_err();
     assert_eq!(e.variable, "SERVICE_API_TOKEN");
 }
+
+#[test]
+fn sso_settings_read_the_spec_names_and_refuse_what_they_cannot_do() {
+    let sso = [
+        ("SERVICE_SSO_ENABLED", "true"),
+        ("SERVICE_SSO_CLIENT_ID", "agon"),
+        ("SERVICE_SSO_ISSUER_URL", "https://idp.example/realms/acme"),
+        (
+            "SERVICE_SSO_ALLOWED_DOMAINS",
+            "@Acme.Example, other.example",
+        ),
+        ("SERVICE_SSO_GROUP_ROLES", "admins=admin, staff = viewer"),
+        ("SERVICE_SSO_SCOPES", "email groups"),
+    ];
+    let s = settings(&sso).unwrap();
+    let read = s.oauth.sso.as_ref().unwrap();
+    assert_eq!(read.allowed_domains, ["acme.example", "other.example"]);
+    assert_eq!(
+        read.group_roles,
+        [
+            (
+                "admins".to_owned(),
+                agon_aggregates::organization::OrgRole::Admin
+            ),
+            (
+                "staff".to_owned(),
+                agon_aggregates::organization::OrgRole::Viewer
+            ),
+        ]
+    );
+    let SsoProtocol::Oidc(client) = &read.protocol;
+    assert_eq!(client.scopes, ["openid", "email", "groups"]);
+    assert_eq!(
+        client.redirect_uri,
+        "http://localhost:8080/api/v1/auth/sso/callback"
+    );
+    assert_eq!(read.entity_id, "http://localhost:8080/auth/sso");
+    // The default scopes are the spec's.
+    let s = settings(&sso[..3]).unwrap();
+    let SsoProtocol::Oidc(client) = &s.oauth.sso.as_ref().unwrap().protocol;
+    assert_eq!(client.scopes, ["openid", "email", "profile"]);
+
+    for (variable, value) in [
+        ("SERVICE_SSO_GROUP_ROLES", "admins=owner"),
+        ("SERVICE_SSO_GROUP_ROLES", "=admin"),
+        ("SERVICE_SSO_PROVIDER_TYPE", "saml"),
+        ("SERVICE_SSO_PROVIDER_TYPE", "ldap"),
+        ("SERVICE_SSO_ISSUER_URL", "ftp://idp.example"),
+        ("SERVICE_SSO_DEFAULT_ROLE", "owner"),
+    ] {
+        let mut vars = sso.to_vec();
+        vars.retain(|(k, _)| *k != variable);
+        vars.push((variable, value));
+        let err = settings(&vars).unwrap_err();
+        assert_eq!(err.variable, variable, "{value}");
+    }
+    let err = settings(&[("SERVICE_SSO_ENABLED", "true")]).unwrap_err();
+    assert_eq!(err.variable, "SERVICE_SSO_CLIENT_ID");
+    // Off by default; extidp needs its client id.
+    let s = settings(&[]).unwrap();
+    assert!(s.oauth.sso.is_none() && s.oauth.extidp.is_none());
+    assert_eq!(s.oauth.state_ttl, Duration::from_secs(600));
+    assert_eq!(s.oauth.allowed_redirect_hosts, ["localhost"]);
+}
