@@ -29,11 +29,13 @@ pub const SHARED_KEYS: [(&str, &str); 2] = [
 ];
 
 /// Limits high enough that no test trips them by accident.
-pub const ROOMY: [(&str, &str); 4] = [
+pub const ROOMY: [(&str, &str); 6] = [
     ("SERVICE_JWT_SECRET", SECRET),
     ("SERVICE_IP_RATE_LIMIT", "1000000"),
     ("SERVICE_RATE_LIMIT_DEFAULT", "1000000"),
     ("SERVICE_RATE_LIMIT_AUTH", "1000000"),
+    ("SERVICE_RATE_LIMIT_OAUTH", "1000000"),
+    ("SERVICE_RATE_LIMIT_SSO", "1000000"),
 ];
 
 async fn spawn(extra: &[(&str, &str)]) -> Spawned {

@@ -166,6 +166,21 @@ async fn only_the_spec_public_routes_are_open() {
         "/api/gallery",
         "/api/gallery/{debate_id}",
         "/api/gallery/{debate_id}/embed",
+        // §5.3, §5.4: a sign-in through an identity provider starts and
+        // comes back without a credential (the state token ties the two
+        // ends); the providers on offer and the SSO refresh (its refresh
+        // token is the credential) are the sign-in page's (tests/api/sso.rs).
+        "/api/auth/oauth/extidp",
+        "/api/auth/oauth/extidp/callback",
+        "/api/auth/oauth/providers",
+        "/api/auth/sso/login",
+        "/api/auth/sso/callback",
+        "/api/auth/sso/refresh",
+        "/api/auth/sso/providers",
+        "/auth/sso/login",
+        "/auth/sso/callback",
+        // The SAML service provider's metadata is published to identity providers.
+        "/auth/sso/metadata",
     ];
     for canonical in &open {
         assert!(allowed.contains(canonical), "{canonical} is public");

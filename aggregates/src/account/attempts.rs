@@ -51,6 +51,11 @@ impl Account {
             }
             Some(credential) => {
                 self.ensure_active()?;
+                // An ended credential's counters went with it: a request let
+                // in before the end showed must not start its budget again.
+                if !self.credential_live(credential) {
+                    return Err(AccountError::SessionNotActive);
+                }
                 let failures = self.reauth_failures.get(credential).copied().unwrap_or(0);
                 if failures >= REAUTH_LIMIT {
                     return Err(AccountError::CredentialExhausted);
@@ -105,6 +110,14 @@ impl Account {
         });
         events.extend(ending);
         Ok(events)
+    }
+
+    /// Whether `credential` (a session id, or `api_key:<key id>`) is live.
+    fn credential_live(&self, credential: &str) -> bool {
+        match credential.strip_prefix(API_KEY_CREDENTIAL_PREFIX) {
+            Some(key_id) => self.api_keys.contains_key(key_id),
+            None => self.sessions.contains_key(credential),
+        }
     }
 
     /// The event ending `credential` (a session or an API key), if it is live.

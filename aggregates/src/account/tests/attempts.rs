@@ -138,6 +138,35 @@ async fn the_fifth_wrong_reauthentication_ends_the_session() {
 }
 
 #[tokio::test]
+async fn an_ended_session_starts_no_more_checks() {
+    // The fifth failure ended s1, forgetting its counters; a request that
+    // was let in with s1 before the end showed must not start the budget
+    // again (seen: nine wrong passwords checked for one session).
+    let mut given = vec![registered(), started("s1", 0)];
+    given.extend((1..=REAUTH_LIMIT).map(|n| AccountEvent::ReauthFailed {
+        credential: "s1".to_owned(),
+        failures: n,
+        at: t(1),
+    }));
+    given.push(AccountEvent::SessionRevoked {
+        session_id: "s1".to_owned(),
+        reason: RevokeReason::ReauthFailed,
+        at: t(1),
+    });
+    Given::with(())
+        .given(given)
+        .when_async(begin("r9", Some("s1"), 2))
+        .await
+        .then_expect_error(AccountError::SessionNotActive);
+    // A revoked API key likewise.
+    Given::with(())
+        .given(vec![registered()])
+        .when_async(begin("r1", Some("api_key:k1"), 2))
+        .await
+        .then_expect_error(AccountError::SessionNotActive);
+}
+
+#[tokio::test]
 async fn an_mfa_step_token_finishes_one_sign_in() {
     let token = StepToken {
         token_id: "m1".to_owned(),
