@@ -61,6 +61,9 @@ impl Account {
             }
             E::LoginSucceeded {
                 second_factor, at, ..
+            }
+            | E::ProviderLoginSucceeded {
+                second_factor, at, ..
             } => {
                 self.failed_login_count = 0;
                 self.locked_until = None;
@@ -112,14 +115,6 @@ impl Account {
             }
             E::IdentityUnlinked { provider, .. } => {
                 self.identities.remove(&provider);
-            }
-            E::ProviderLoginSucceeded {
-                second_factor, at, ..
-            } => {
-                self.failed_login_count = 0;
-                self.locked_until = None;
-                self.last_login_at = Some(at);
-                self.consume(second_factor);
             }
             E::ProviderLoginRefused { .. } => {}
             E::MfaSetupStarted { secret, .. } => {
