@@ -72,12 +72,13 @@ impl Auth {
         device: Device,
     ) -> Result<LoginOutcome, AuthError> {
         let identity = self.identity_of(asserted.provider, &asserted.subject);
-        let account = match self.linked_account(&identity).await? {
-            Some(account) => account,
-            None => {
-                self.link_or_provision(asserted, &identity, placement)
-                    .await?
+        let account = match self.resolve(asserted, &identity, placement).await {
+            // A first sign-in of the same person at the same moment may have
+            // claimed the address first: its account is there to link now.
+            Err(AuthError::Rejected(_) | AuthError::Conflict(_)) => {
+                self.resolve(asserted, &identity, placement).await?
             }
+            other => other?,
         };
         let now = self.clock().now();
         let refusal = if account.disabled {
@@ -110,6 +111,18 @@ impl Auth {
         let outcome = self.open_session(&gate, &account.user_id, opening).await;
         self.inner.attempts.release(&account.user_id, gate);
         outcome
+    }
+
+    async fn resolve(
+        &self,
+        asserted: &Asserted,
+        identity: &ProviderIdentity,
+        placement: Option<&Placement>,
+    ) -> Result<Account, AuthError> {
+        match self.linked_account(identity).await? {
+            Some(account) => Ok(account),
+            None => self.link_or_provision(asserted, identity, placement).await,
+        }
     }
 
     /// Records on the linked account, if there is one, that the provider's

@@ -387,6 +387,20 @@ async fn extidp_signs_in_links_by_verified_email_and_never_takes_an_unverified_o
 }
 
 #[tokio::test]
+async fn two_first_sign_ins_at_once_make_one_account() {
+    let world = world(&[]).await;
+    // Through both providers at once: one provisions, the other links the
+    // same (verified) address, whichever comes first.
+    let (extidp, sso) = (world.extidp_login(), world.sso_login());
+    for email in ["alice@acme.test", "bob@acme.test"] {
+        let (one, two) = tokio::join!(world.sign_in(&extidp, email), world.sign_in(&sso, email));
+        assert!(one.url.starts_with(SUCCESS), "{one:?}");
+        assert!(two.url.starts_with(SUCCESS), "{two:?}");
+        assert_eq!(one.fragment()["user_id"], two.fragment()["user_id"]);
+    }
+}
+
+#[tokio::test]
 async fn a_provisioned_account_keeps_its_only_way_in() {
     let world = world(&[]).await;
     let base = &world.service.base;
