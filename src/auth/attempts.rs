@@ -90,8 +90,9 @@ pub(super) fn credential_of(caller: &Caller) -> Result<String, AuthError> {
 
 impl Auth {
     /// Runs `command` on `user_id` through its gate, on the state the gate
-    /// holds (reloaded after a concurrent write, or after a refusal that a
-    /// stale state may have caused).
+    /// holds (reloaded after a concurrent write). A refusal on a state held
+    /// from before is tried once more on the log's state: another command
+    /// (a link, an admin's) may have changed what the refusal was about.
     pub(super) async fn gated(
         &self,
         gate: &Gate,
@@ -99,21 +100,27 @@ impl Auth {
         command: AccountCommand,
     ) -> Result<(Account, Vec<AccountEvent>), AuthError> {
         let mut slot = gate.lock().await;
-        let held = match slot.as_mut() {
-            Some(held) => held,
-            None => slot.insert(self.log().load_held::<Account>(user_id).await?),
-        };
-        let done = match self
-            .log()
-            .run(held, command, CommandMeta::by(user_id))
-            .await
-        {
-            Ok(events) => (held.state().clone(), events),
-            Err(e) => {
-                if matches!(e, CommandError::Rejected(_)) {
-                    *slot = None;
+        let mut held_before = slot.is_some();
+        let done = loop {
+            let held = match slot.as_mut() {
+                Some(held) => held,
+                None => slot.insert(self.log().load_held::<Account>(user_id).await?),
+            };
+            match self
+                .log()
+                .run(held, command.clone(), CommandMeta::by(user_id))
+                .await
+            {
+                Ok(events) => break (held.state().clone(), events),
+                Err(e) => {
+                    if matches!(e, CommandError::Rejected(_)) {
+                        *slot = None;
+                        if std::mem::take(&mut held_before) {
+                            continue;
+                        }
+                    }
+                    return Err(e.into());
                 }
-                return Err(e.into());
             }
         };
         drop(slot);

@@ -14,6 +14,10 @@ use super::login::{LoginOutcome, NewFields, Opening};
 use super::{Auth, AuthError};
 use crate::crypto::secrets::random_token;
 
+/// How many times a first sign-in that lost a race for its address looks
+/// again for the winner's account (about 0.3 s in all).
+const RESOLVE_TRIES: u64 = 5;
+
 /// What a provider vouched for, its signature and claims already checked.
 #[derive(Debug, Clone)]
 pub struct Asserted {
@@ -72,13 +76,18 @@ impl Auth {
         device: Device,
     ) -> Result<LoginOutcome, AuthError> {
         let identity = self.identity_of(asserted.provider, &asserted.subject);
-        let account = match self.resolve(asserted, &identity, placement).await {
-            // A first sign-in of the same person at the same moment may have
-            // claimed the address first: its account is there to link now.
-            Err(AuthError::Rejected(_) | AuthError::Conflict(_)) => {
-                self.resolve(asserted, &identity, placement).await?
+        // A first sign-in of the same person at the same moment may have
+        // claimed the address first: its account is there to link once it
+        // is registered, a moment later.
+        let mut tries = 0;
+        let account = loop {
+            match self.resolve(asserted, &identity, placement).await {
+                Err(AuthError::Rejected(_) | AuthError::Conflict(_)) if tries < RESOLVE_TRIES => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(20 * tries)).await;
+                }
+                other => break other?,
             }
-            other => other?,
         };
         let now = self.clock().now();
         let refusal = if account.disabled {
