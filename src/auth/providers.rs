@@ -82,7 +82,7 @@ impl Auth {
         let mut tries = 0;
         let account = loop {
             match self.resolve(asserted, &identity, placement).await {
-                Err(AuthError::Rejected(_) | AuthError::Conflict(_)) if tries < RESOLVE_TRIES => {
+                Err(AuthError::Rejected(_)) if tries < RESOLVE_TRIES => {
                     tries += 1;
                     tokio::time::sleep(std::time::Duration::from_millis(20 * tries)).await;
                 }

@@ -116,7 +116,6 @@ pub struct Answer {
 pub enum Finished {
     SignedIn {
         outcome: LoginOutcome,
-        user_id: String,
         redirect: String,
     },
     Linked {
@@ -303,13 +302,8 @@ impl Sso {
                     .auth
                     .sign_in_with_provider(&asserted, placement.as_ref(), device)
                     .await?;
-                let user_id = match &outcome {
-                    LoginOutcome::Signed { account, .. } => account.user_id.clone(),
-                    LoginOutcome::SecondFactorRequired { .. } => String::new(),
-                };
                 Ok(Finished::SignedIn {
                     outcome,
-                    user_id,
                     redirect: pending
                         .redirect
                         .unwrap_or_else(|| inner.settings.success_url.clone()),
@@ -385,12 +379,16 @@ impl Sso {
     /// Ends the caller's session; the provider's end-session address (an
     /// RP-initiated logout) when SSO has one.
     pub async fn logout(&self, caller: &Caller) -> Result<Option<String>, SsoError> {
-        if let Some(session_id) = caller.session_id() {
-            self.0
-                .auth
-                .end_session(caller, session_id, RevokeReason::Logout)
-                .await?;
-        }
+        let session_id = caller.session_id().ok_or_else(|| {
+            AuthError::Forbidden(
+                "Logout needs an access token; revoke API keys with DELETE /api/auth/api-key"
+                    .to_owned(),
+            )
+        })?;
+        self.0
+            .auth
+            .end_session(caller, session_id, RevokeReason::Logout)
+            .await?;
         match &self.0.sso {
             Some(sso) => sso.end_session(&self.0.settings.success_url).await,
             None => Ok(None),

@@ -177,7 +177,6 @@ async fn only_the_spec_public_routes_are_open() {
         "/api/auth/sso/callback",
         "/api/auth/sso/refresh",
         "/api/auth/sso/providers",
-        "/auth/sso/login",
         "/auth/sso/callback",
         // The SAML service provider's metadata is published to identity providers.
         "/auth/sso/metadata",

@@ -52,8 +52,7 @@ async fn the_document_and_the_router_agree_and_pass_a_validator() {
 
     // Every documented operation is served: the router never answers it
     // with its unknown-route 404 or a 405. Redirects (sign-in) are answers.
-    let c = reqwest::Client::builder()
-        .default_headers(c_headers())
+    let c = crate::support::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -283,16 +282,4 @@ async fn prometheus_counts_requests_by_route_and_status() {
             && label(labels, "le").is_some()));
     }
     spawned.stop.cancel();
-}
-
-/// The static admin token, as [`crate::support::client`] sends it.
-fn c_headers() -> reqwest::header::HeaderMap {
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(
-        reqwest::header::AUTHORIZATION,
-        format!("Bearer {}", crate::support::TEST_TOKEN)
-            .parse()
-            .unwrap(),
-    );
-    headers
 }

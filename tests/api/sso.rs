@@ -451,15 +451,27 @@ async fn redirects_go_only_to_allowed_hosts_and_the_routes_answer() {
     assert!(location.starts_with(FAILED), "{location}");
     assert!(location.contains("error=Invalid+state+token"), "{location}");
 
-    // An API client gets the provider's address as JSON.
-    let (status, body) = call(Method::GET, &world.sso_login(), None, None).await;
-    assert_eq!(status, 200, "{body}");
-    assert!(
-        body["auth_url"]
-            .as_str()
-            .unwrap()
-            .starts_with(&world.idp.issuer)
-    );
+    // An API client gets the provider's address as JSON (also at the
+    // paths the upstream SDK calls).
+    for path in [
+        "/api/v1/auth/sso/login",
+        "/api/sso/login",
+        "/auth/sso/login",
+    ] {
+        let (status, body) = call(Method::GET, &format!("{base}{path}"), None, None).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let auth_url = body["auth_url"].as_str().unwrap();
+        assert!(auth_url.starts_with(&world.idp.issuer), "{auth_url}");
+    }
+    // Logging out ends a session: a credential without one is refused.
+    let (status, body) = call(
+        Method::POST,
+        &format!("{base}/api/v1/auth/sso/logout"),
+        Some(crate::support::TEST_TOKEN),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
 
     let (status, body) = call(
         Method::GET,

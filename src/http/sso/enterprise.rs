@@ -25,7 +25,12 @@ pub fn routes() -> Routes {
     let public = || RouteSpec::new().public().raw().limit(limit);
     let legacy = || RouteSpec::unversioned().public().limit(limit);
     Routes::new()
-        .add(routes!(sso_login), public().also_at("/api/sso/login"))
+        .add(
+            routes!(sso_login),
+            public()
+                .also_at("/api/sso/login")
+                .also_at("/auth/sso/login"),
+        )
         .add(routes!(sso_callback), public().also_at("/api/sso/callback"))
         .add(routes!(sso_refresh), public())
         .add(routes!(sso_logout), RouteSpec::new().limit(limit))
@@ -36,7 +41,6 @@ pub fn routes() -> Routes {
                 .requires(crate::auth::rbac::Permission::Admin)
                 .limit(limit),
         )
-        .add(routes!(legacy_login), legacy())
         .add(routes!(legacy_callback, legacy_callback_post), legacy())
         .add(
             routes!(legacy_logout),
@@ -51,8 +55,9 @@ pub struct LoginStarted {
     pub auth_url: String,
 }
 
-/// Starts SSO sign-in: a browser (`Accept: text/html`) is redirected to the
-/// provider; other clients get the address as JSON.
+/// Starts SSO sign-in (also at the legacy `/auth/sso/login`): a browser
+/// (`Accept: text/html`) is redirected to the provider; other clients get
+/// the address as JSON.
 #[utoipa::path(get, path = "/api/auth/sso/login", tag = "sso", params(StartQuery),
     responses((status = 302, description = "To the provider (browsers)"),
         (status = 200, body = LoginStarted, description = "The provider's address (other clients)"),
@@ -64,10 +69,6 @@ async fn sso_login(
     WantsHtml(html): WantsHtml,
     ApiQuery(query): ApiQuery<StartQuery>,
 ) -> Result<Response, ApiError> {
-    start(&sso, html, query).await
-}
-
-async fn start(sso: &Sso, html: bool, query: StartQuery) -> Result<Response, ApiError> {
     let auth_url = sso
         .start(Which::Sso, Purpose::SignIn, query.redirect_url.as_deref())
         .await?;
@@ -114,7 +115,8 @@ pub struct LoggedOut {
 
 /// Ends the caller's session, and names the provider's end-session address.
 #[utoipa::path(post, path = "/api/auth/sso/logout", tag = "sso",
-    responses((status = 200, body = LoggedOut)))]
+    responses((status = 200, body = LoggedOut),
+        (status = 403, description = "Not a session's access token (an API key)")))]
 async fn sso_logout(State(sso): State<Sso>, caller: Caller) -> Result<Json<LoggedOut>, ApiError> {
     let logout_url = sso.logout(&caller).await?;
     Ok(Json(LoggedOut {
@@ -146,7 +148,7 @@ async fn sso_providers(State(sso): State<Sso>) -> Json<SsoProviders> {
     })
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Default, Serialize, ToSchema)]
 pub struct SsoConfig {
     pub enabled: bool,
     pub provider_type: Option<String>,
@@ -170,21 +172,7 @@ pub struct SsoConfig {
     responses((status = 200, body = SsoConfig), (status = 403, description = "Admins only")))]
 async fn sso_config(State(sso): State<Sso>) -> Json<SsoConfig> {
     let Some(settings) = sso.sso_settings() else {
-        return Json(SsoConfig {
-            enabled: false,
-            provider_type: None,
-            entity_id: None,
-            issuer_url: None,
-            client_id: None,
-            callback_url: None,
-            scopes: Vec::new(),
-            allowed_domains: Vec::new(),
-            allowed_groups: Vec::new(),
-            groups_claim: None,
-            org_id: None,
-            group_roles: Vec::new(),
-            default_role: None,
-        });
+        return Json(SsoConfig::default());
     };
     let crate::config::SsoProtocol::Oidc(client) = &settings.protocol;
     Json(SsoConfig {
@@ -206,21 +194,6 @@ async fn sso_config(State(sso): State<Sso>) -> Json<SsoConfig> {
             .collect(),
         default_role: Some(settings.default_role.as_str().to_owned()),
     })
-}
-
-/// Legacy: starts SSO sign-in (as `/api/v1/auth/sso/login`).
-#[utoipa::path(get, path = "/auth/sso/login", tag = "sso", params(StartQuery),
-    responses((status = 302, description = "To the provider (browsers)"),
-        (status = 200, body = LoginStarted, description = "The provider's address (other clients)"),
-        (status = 400, description = "Invalid redirect URL"),
-        (status = 404, description = "SSO is not enabled"),
-        (status = 503, description = "The provider could not be reached")))]
-async fn legacy_login(
-    State(sso): State<Sso>,
-    WantsHtml(html): WantsHtml,
-    ApiQuery(query): ApiQuery<StartQuery>,
-) -> Result<Response, ApiError> {
-    start(&sso, html, query).await
 }
 
 /// Legacy: the SSO callback (as `/api/v1/auth/sso/callback`).
@@ -292,7 +265,8 @@ async fn legacy_callback_post(
 /// Legacy single logout: ends the caller's session and sends the browser
 /// to the provider's end-session address, else to `OAUTH_SUCCESS_URL`.
 #[utoipa::path(get, path = "/auth/sso/logout", tag = "sso",
-    responses((status = 302, description = "To the provider's end-session address or the success address")))]
+    responses((status = 302, description = "To the provider's end-session address or the success address"),
+        (status = 403, description = "Not a session's access token (an API key)")))]
 async fn legacy_logout(State(sso): State<Sso>, caller: Caller) -> Result<Response, ApiError> {
     let to = sso.logout(&caller).await?;
     Ok(redirect(

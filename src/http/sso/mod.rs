@@ -141,16 +141,15 @@ async fn finish(
     match finished {
         Ok(Finished::SignedIn {
             outcome,
-            user_id,
             redirect: to,
         }) => {
             let mut fragment = form_urlencoded::Serializer::new(String::new());
             match outcome {
-                LoginOutcome::Signed { tokens, .. } => {
+                LoginOutcome::Signed { tokens, account } => {
                     fragment
                         .append_pair("access_token", &tokens.access_token)
                         .append_pair("refresh_token", &tokens.refresh_token)
-                        .append_pair("user_id", &user_id)
+                        .append_pair("user_id", &account.user_id)
                         .append_pair("token_type", tokens.token_type)
                         .append_pair("expires_in", &tokens.expires_in.to_string());
                 }

@@ -389,13 +389,15 @@ pub const TEST_TOKEN: &str = "agon-test-static-api-token-0123456789";
 
 /// An HTTP client that sends [`TEST_TOKEN`] with every request.
 pub fn client() -> reqwest::Client {
+    client_builder().build().unwrap()
+}
+
+/// [`client`]'s builder, for a test that needs another setting (redirects).
+pub fn client_builder() -> reqwest::ClientBuilder {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         reqwest::header::AUTHORIZATION,
         reqwest::header::HeaderValue::from_static("Bearer agon-test-static-api-token-0123456789"),
     );
-    reqwest::Client::builder()
-        .default_headers(headers)
-        .build()
-        .unwrap()
+    reqwest::Client::builder().default_headers(headers)
 }
