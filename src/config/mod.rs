@@ -30,7 +30,7 @@ pub use http::{
 pub use outside::PublicStreamSettings;
 pub use push::{ConnectionCaps, PushSettings};
 pub use scm::ScmSettings;
-pub use sso::{OAuthSettings, OidcClient, SsoProtocol, SsoSettings};
+pub use sso::{OAuthSettings, OidcClient, SamlSettings, SsoProtocol, SsoSettings};
 use values::Vars;
 pub use values::{ConfigError, Environment, LogLevel, Secret};
 pub use web::WebSettings;

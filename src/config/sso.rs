@@ -28,6 +28,37 @@ pub struct OidcClient {
 #[derive(Debug, Clone)]
 pub enum SsoProtocol {
     Oidc(OidcClient),
+    Saml(SamlSettings),
+}
+
+/// SAML 2.0 (`SERVICE_SSO_PROVIDER_TYPE=saml`): the identity provider and
+/// who we are to it. Files named by the variables are read at start.
+#[derive(Debug, Clone)]
+pub struct SamlSettings {
+    /// `SERVICE_SSO_IDP_ENTITY_ID`: the `Issuer` every response must name.
+    pub idp_entity_id: String,
+    /// `SERVICE_SSO_IDP_SSO_URL`: where sign-in requests go (HTTP-Redirect).
+    pub idp_sso_url: String,
+    /// `SERVICE_SSO_IDP_SLO_URL`: the provider's single logout address
+    /// (HTTP-Redirect), when it has one.
+    pub idp_slo_url: Option<String>,
+    /// `SERVICE_SSO_IDP_CERTIFICATE`: the PEM (or base64 DER) certificate
+    /// every response or assertion must be signed with.
+    pub idp_certificate: String,
+    /// `SERVICE_SSO_SP_PRIVATE_KEY` and `SERVICE_SSO_SP_CERTIFICATE`: PEM;
+    /// when both are set, requests we send are signed.
+    pub sp_signing: Option<(Secret, String)>,
+    /// Our assertion consumer service: `SERVICE_SSO_CALLBACK_URL`, default
+    /// `{SERVICE_PUBLIC_URL}/auth/sso/callback`.
+    pub acs_url: String,
+    /// Our single logout service: `{SERVICE_PUBLIC_URL}/auth/sso/logout`.
+    pub slo_url: String,
+    /// `SERVICE_SSO_SAML_MAX_AGE_SECONDS`: how old an assertion may be
+    /// (from its `IssueInstant`). Default 180.
+    pub max_age: Duration,
+    /// `SERVICE_SSO_CLOCK_SKEW_SECONDS`: the leeway on time conditions.
+    /// Default 60.
+    pub clock_skew: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -167,12 +198,7 @@ fn read_sso<F: Fn(&str) -> Option<String>>(
             )?,
             scopes: scopes(vars, "SERVICE_SSO_SCOPES"),
         }),
-        "saml" => {
-            return Err(ConfigError::new(
-                "SERVICE_SSO_PROVIDER_TYPE",
-                "saml is not available in this release yet; use an OIDC provider",
-            ));
-        }
+        "saml" => SsoProtocol::Saml(read_saml(vars, public_url)?),
         _ => {
             return Err(ConfigError::new(
                 "SERVICE_SSO_PROVIDER_TYPE",
@@ -222,6 +248,82 @@ fn read_sso<F: Fn(&str) -> Option<String>>(
         group_roles,
         default_role,
     }))
+}
+
+fn read_saml<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+    public_url: &str,
+) -> Result<SamlSettings, ConfigError> {
+    let required = |variable: &'static str| {
+        vars.get(variable)
+            .ok_or_else(|| ConfigError::new(variable, "is required for SAML SSO"))
+    };
+    let idp_sso_url = url(
+        vars,
+        "SERVICE_SSO_IDP_SSO_URL",
+        required("SERVICE_SSO_IDP_SSO_URL")?,
+    )?;
+    let idp_slo_url = match vars.get("SERVICE_SSO_IDP_SLO_URL") {
+        Some(given) => Some(url(vars, "SERVICE_SSO_IDP_SLO_URL", given)?),
+        None => None,
+    };
+    let idp_certificate = read_file(
+        "SERVICE_SSO_IDP_CERTIFICATE",
+        &required("SERVICE_SSO_IDP_CERTIFICATE")?,
+    )?;
+    let sp_signing = match (
+        vars.get("SERVICE_SSO_SP_PRIVATE_KEY"),
+        vars.get("SERVICE_SSO_SP_CERTIFICATE"),
+    ) {
+        (None, None) => None,
+        (Some(key), Some(certificate)) => Some((
+            Secret::new(read_file("SERVICE_SSO_SP_PRIVATE_KEY", &key)?),
+            read_file("SERVICE_SSO_SP_CERTIFICATE", &certificate)?,
+        )),
+        (None, Some(_)) => {
+            return Err(ConfigError::new(
+                "SERVICE_SSO_SP_PRIVATE_KEY",
+                "is required with SERVICE_SSO_SP_CERTIFICATE",
+            ));
+        }
+        (Some(_), None) => {
+            return Err(ConfigError::new(
+                "SERVICE_SSO_SP_CERTIFICATE",
+                "is required with SERVICE_SSO_SP_PRIVATE_KEY",
+            ));
+        }
+    };
+    Ok(SamlSettings {
+        idp_entity_id: required("SERVICE_SSO_IDP_ENTITY_ID")?,
+        idp_sso_url,
+        idp_slo_url,
+        idp_certificate,
+        sp_signing,
+        acs_url: url(
+            vars,
+            "SERVICE_SSO_CALLBACK_URL",
+            format!("{public_url}/auth/sso/callback"),
+        )?,
+        slo_url: format!("{public_url}/auth/sso/logout"),
+        max_age: Duration::from_secs(vars.within(
+            "SERVICE_SSO_SAML_MAX_AGE_SECONDS",
+            10,
+            86_400,
+            180,
+        )?),
+        clock_skew: Duration::from_secs(vars.within(
+            "SERVICE_SSO_CLOCK_SKEW_SECONDS",
+            0,
+            600,
+            60,
+        )?),
+    })
+}
+
+/// The text of the file `path` names (a key or a certificate).
+fn read_file(variable: &'static str, path: &str) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(variable, format!("cannot read {path}: {e}")))
 }
 
 /// Scopes from a comma-separated list (spaces also split); `openid` first,

@@ -241,7 +241,9 @@ fn sso_settings_read_the_spec_names_and_refuse_what_they_cannot_do() {
             ),
         ]
     );
-    let SsoProtocol::Oidc(client) = &read.protocol;
+    let SsoProtocol::Oidc(client) = &read.protocol else {
+        panic!("OIDC")
+    };
     assert_eq!(client.scopes, ["openid", "email", "groups"]);
     assert_eq!(
         client.redirect_uri,
@@ -250,13 +252,14 @@ fn sso_settings_read_the_spec_names_and_refuse_what_they_cannot_do() {
     assert_eq!(read.entity_id, "http://localhost:8080/auth/sso");
     // The default scopes are the spec's.
     let s = settings(&sso[..3]).unwrap();
-    let SsoProtocol::Oidc(client) = &s.oauth.sso.as_ref().unwrap().protocol;
+    let SsoProtocol::Oidc(client) = &s.oauth.sso.as_ref().unwrap().protocol else {
+        panic!("OIDC")
+    };
     assert_eq!(client.scopes, ["openid", "email", "profile"]);
 
     for (variable, value) in [
         ("SERVICE_SSO_GROUP_ROLES", "admins=owner"),
         ("SERVICE_SSO_GROUP_ROLES", "=admin"),
-        ("SERVICE_SSO_PROVIDER_TYPE", "saml"),
         ("SERVICE_SSO_PROVIDER_TYPE", "ldap"),
         ("SERVICE_SSO_ISSUER_URL", "ftp://idp.example"),
         ("SERVICE_SSO_DEFAULT_ROLE", "owner"),
@@ -274,4 +277,90 @@ fn sso_settings_read_the_spec_names_and_refuse_what_they_cannot_do() {
     assert!(s.oauth.sso.is_none() && s.oauth.extidp.is_none());
     assert_eq!(s.oauth.state_ttl, Duration::from_secs(600));
     assert_eq!(s.oauth.allowed_redirect_hosts, ["localhost"]);
+}
+
+#[test]
+fn saml_settings_read_the_files_named_and_refuse_half_a_key_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let (idp, key, cert) = (
+        file("idp.pem", "IDP CERT"),
+        file("sp.key", "SP KEY"),
+        file("sp.pem", "SP CERT"),
+    );
+    let saml = [
+        ("SERVICE_SSO_ENABLED", "true"),
+        ("SERVICE_SSO_PROVIDER_TYPE", "SAML"),
+        ("SERVICE_SSO_IDP_ENTITY_ID", "https://idp.example/saml"),
+        ("SERVICE_SSO_IDP_SSO_URL", "https://idp.example/sso"),
+        ("SERVICE_SSO_IDP_CERTIFICATE", idp.as_str()),
+    ];
+    let s = settings(&saml).unwrap();
+    let SsoProtocol::Saml(read) = &s.oauth.sso.as_ref().unwrap().protocol else {
+        panic!("SAML")
+    };
+    assert_eq!(read.idp_certificate, "IDP CERT");
+    assert_eq!(read.acs_url, "http://localhost:8080/auth/sso/callback");
+    assert_eq!(read.slo_url, "http://localhost:8080/auth/sso/logout");
+    assert!(read.sp_signing.is_none() && read.idp_slo_url.is_none());
+    assert_eq!(read.clock_skew.as_secs(), 60);
+
+    let mut signed = saml.to_vec();
+    signed.extend([
+        ("SERVICE_SSO_SP_PRIVATE_KEY", key.as_str()),
+        ("SERVICE_SSO_SP_CERTIFICATE", cert.as_str()),
+    ]);
+    let s = settings(&signed).unwrap();
+    let SsoProtocol::Saml(read) = &s.oauth.sso.as_ref().unwrap().protocol else {
+        panic!("SAML")
+    };
+    let (key_text, cert_text) = read.sp_signing.as_ref().unwrap();
+    assert_eq!(
+        (key_text.expose(), cert_text.as_str()),
+        ("SP KEY", "SP CERT")
+    );
+
+    for (variable, value, blamed) in [
+        (
+            "SERVICE_SSO_SP_PRIVATE_KEY",
+            key.as_str(),
+            "SERVICE_SSO_SP_CERTIFICATE",
+        ),
+        (
+            "SERVICE_SSO_SP_CERTIFICATE",
+            cert.as_str(),
+            "SERVICE_SSO_SP_PRIVATE_KEY",
+        ),
+        (
+            "SERVICE_SSO_IDP_CERTIFICATE",
+            "/no/such/file.pem",
+            "SERVICE_SSO_IDP_CERTIFICATE",
+        ),
+        (
+            "SERVICE_SSO_IDP_SSO_URL",
+            "ftp://idp.example",
+            "SERVICE_SSO_IDP_SSO_URL",
+        ),
+        (
+            "SERVICE_SSO_CLOCK_SKEW_SECONDS",
+            "3600",
+            "SERVICE_SSO_CLOCK_SKEW_SECONDS",
+        ),
+    ] {
+        let mut vars = saml.to_vec();
+        vars.retain(|(k, _)| *k != variable);
+        vars.push((variable, value));
+        let err = settings(&vars).unwrap_err();
+        assert_eq!(err.variable, blamed, "{variable}={value}");
+    }
+    let mut missing = saml.to_vec();
+    missing.retain(|(k, _)| *k != "SERVICE_SSO_IDP_ENTITY_ID");
+    assert_eq!(
+        settings(&missing).unwrap_err().variable,
+        "SERVICE_SSO_IDP_ENTITY_ID"
+    );
 }

@@ -1,7 +1,9 @@
 //! A sign-in under way at a provider, between the redirect there and the
 //! callback: kept in the database as a one-use ticket under the state
 //! token's hash, so any replica finishes what another started, a state works
-//! once, and the PKCE verifier and nonce never travel through the browser.
+//! once, and the PKCE verifier, nonce or SAML request id never travel through
+//! the browser. A SAML assertion's id is claimed here too, so it is accepted
+//! once whichever replica receives it.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,8 +30,22 @@ pub struct Pending {
     pub purpose: Purpose,
     /// Where the caller asked to land (host checked), else the default.
     pub redirect: Option<String>,
-    pub pkce_verifier: String,
-    pub nonce: String,
+    #[serde(flatten)]
+    pub proof: Proof,
+}
+
+/// What ties the provider's answer to the request we sent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Proof {
+    /// OpenID Connect: the PKCE verifier and the ID token's nonce.
+    Oidc {
+        pkce_verifier: String,
+        nonce: String,
+    },
+    /// SAML: the `ID` of our request, which the response's `InResponseTo`
+    /// must name.
+    Saml { saml_request_id: String },
 }
 
 /// A new state token good for `ttl_seconds`: `<random>.<expiry in Unix
@@ -76,4 +92,21 @@ fn expiry(state: &str) -> Option<i64> {
 
 fn hash(state: &str) -> String {
     sha256_hex(&format!("oauth-state:{state}"))
+}
+
+/// Claims the id of a SAML assertion from `issuer`; false when it was
+/// already accepted (a replay). Kept until `until` (Unix seconds), after
+/// which the assertion is too old to pass anyway.
+pub async fn claim_assertion(
+    log: &EventLog,
+    clock: &Clock,
+    issuer: &str,
+    assertion_id: &str,
+    until: i64,
+) -> Result<bool, SsoError> {
+    let key = sha256_hex(&format!("saml-assertion:{issuer}\n{assertion_id}"));
+    let now = clock.now().timestamp_millis();
+    Ok(log
+        .claim_ticket(&key, "saml-assertion", until.saturating_mul(1_000), now)
+        .await?)
 }

@@ -1,73 +1,40 @@
 //! Sign-in through identity providers, a service: the OAuth 2.0 provider
-//! `extidp` (§5.3) and enterprise SSO (§5.4), both spoken as OpenID Connect
-//! (`oidc.rs`), with the flow between redirect and callback kept as a
-//! one-use ticket (`flows.rs`). What a provider vouches for goes to the
-//! accounts service (`auth::providers`), which finds, links or provisions
-//! the account and opens an ordinary session.
+//! `extidp` (§5.3) spoken as OpenID Connect (`oidc.rs`), and enterprise SSO
+//! (§5.4) as OpenID Connect or SAML 2.0 (`saml.rs`), with the flow between
+//! redirect and callback kept as a one-use ticket (`flows.rs`) and the
+//! organization's checks in `policy.rs`. What a provider vouches for goes
+//! to the accounts service (`auth::providers`), which finds, links or
+//! provisions the account and opens an ordinary session.
 
+mod error;
 pub mod flows;
 mod oidc;
+mod policy;
+#[cfg(feature = "saml")]
+mod saml;
+#[cfg(not(feature = "saml"))]
+#[path = "saml_off.rs"]
+mod saml;
+#[cfg(feature = "saml")]
+mod saml_shape;
 
 use std::sync::Arc;
 
 use agon_aggregates::account::{Device, RevokeReason};
-use agon_aggregates::organization::OrgRole;
 use serde_json::Value;
 use url::Url;
 
+pub use error::SsoError;
 pub use flows::Purpose;
+use flows::{Pending, Proof};
 
 use crate::auth::login::LoginOutcome;
-use crate::auth::providers::{Asserted, Placement};
+use crate::auth::providers::Asserted;
 use crate::auth::{Auth, AuthError, Caller};
 use crate::clock::Clock;
-use crate::config::{OAuthSettings, SsoProtocol, SsoSettings};
-use crate::store::{EventLog, StoreError};
-
-#[derive(Debug, thiserror::Error)]
-pub enum SsoError {
-    #[error("{0} sign-in is not configured")]
-    NotConfigured(&'static str),
-    #[error("Invalid redirect URL")]
-    InvalidRedirect,
-    #[error("State token expired")]
-    StateExpired,
-    #[error("Invalid state token")]
-    InvalidState,
-    #[error("Invalid client credentials")]
-    InvalidClient,
-    #[error("The identity provider refused the sign-in: {0}")]
-    Refused(String),
-    #[error("The identity provider's ID token was rejected: {0}")]
-    Token(String),
-    /// Internal: the token named a key the cached set lacks (keys are
-    /// fetched again once before this becomes [`SsoError::Token`]).
-    #[error("The identity provider's ID token was rejected: no key matches it")]
-    UnknownKey,
-    #[error("User not authorized")]
-    NotAuthorized,
-    #[error("The identity provider could not be reached: {0}")]
-    Unreachable(String),
-    #[error("identity provider setting: {0}")]
-    Provider(String),
-    #[error("sign-in flow: {0}")]
-    Flow(String),
-    #[error(transparent)]
-    Auth(#[from] AuthError),
-    #[error("event store: {0}")]
-    Store(#[from] StoreError),
-}
-
-impl SsoError {
-    /// Whether the service, not the caller or the provider's answer, failed.
-    pub fn is_fault(&self) -> bool {
-        match self {
-            SsoError::Flow(_) | SsoError::Store(_) => true,
-            SsoError::Auth(e) => e.is_fault(),
-            _ => false,
-        }
-    }
-}
+use crate::config::{OAuthSettings, SamlSettings, SsoProtocol, SsoSettings};
+use crate::crypto::secrets::random_token;
+use crate::store::EventLog;
 
 /// Which provider a route speaks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,10 +59,11 @@ impl Which {
 pub struct ProviderInfo {
     /// `extidp` or `sso`.
     pub id: &'static str,
-    /// `oauth2` (OpenID Connect underneath) or `oidc`.
+    /// `oauth2` (OpenID Connect underneath), `oidc` or `saml`.
     pub protocol: &'static str,
     /// `SERVICE_SSO_PROVIDER_TYPE` for SSO.
     pub provider_type: String,
+    /// The OIDC issuer, or the SAML identity provider's entity id.
     pub issuer_url: String,
     /// Where a browser starts the sign-in.
     pub login_url: &'static str,
@@ -111,6 +79,33 @@ pub struct Answer {
     pub issuer: Option<String>,
 }
 
+/// What a provider vouched for, its checks passed.
+#[derive(Debug, Clone)]
+pub struct Vouched {
+    pub subject: String,
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub name: Option<String>,
+    /// Every claim of the ID token, or every SAML attribute as an array of
+    /// its values, for settings that name one (groups).
+    pub claims: Value,
+}
+
+/// What a verified SAML assertion says.
+#[derive(Debug)]
+pub struct SamlIdentity {
+    /// The NameID.
+    pub subject: String,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    /// The attributes, each as an array of its values (groups among them).
+    pub claims: Value,
+    /// Accepted once: kept until `usable_until`, after which the assertion
+    /// is too old to be accepted anyway.
+    pub assertion_id: String,
+    pub usable_until: chrono::DateTime<chrono::Utc>,
+}
+
 /// How a callback ended, and where the browser goes next.
 #[derive(Debug)]
 pub enum Finished {
@@ -123,6 +118,13 @@ pub enum Finished {
     },
 }
 
+/// A provider, in the protocol it speaks.
+#[derive(Debug)]
+enum Provider {
+    Oidc(Box<oidc::Provider>),
+    Saml(Box<saml::Provider>),
+}
+
 /// The service; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Sso(Arc<Inner>);
@@ -133,8 +135,8 @@ struct Inner {
     log: EventLog,
     clock: Clock,
     settings: OAuthSettings,
-    extidp: Option<oidc::Provider>,
-    sso: Option<oidc::Provider>,
+    extidp: Option<Provider>,
+    sso: Option<Provider>,
 }
 
 impl Sso {
@@ -152,12 +154,24 @@ impl Sso {
             .timeout(settings.timeout)
             .build()
             .map_err(|e| SsoError::Provider(format!("HTTP client: {e}")))?;
-        let provider = |client| oidc::Provider::new(client, http.clone(), settings.discovery_ttl);
-        let sso = settings.sso.as_ref().map(|sso| match &sso.protocol {
-            SsoProtocol::Oidc(client) => provider(client.clone()),
-        });
+        let oidc = |client| {
+            Provider::Oidc(Box::new(oidc::Provider::new(
+                client,
+                http.clone(),
+                settings.discovery_ttl,
+            )))
+        };
+        let sso = match settings.sso.as_ref() {
+            None => None,
+            Some(sso) => Some(match &sso.protocol {
+                SsoProtocol::Oidc(client) => oidc(client.clone()),
+                SsoProtocol::Saml(saml) => {
+                    Provider::Saml(Box::new(saml::Provider::new(saml, &sso.entity_id)?))
+                }
+            }),
+        };
         Ok(Self(Arc::new(Inner {
-            extidp: settings.extidp.clone().map(provider),
+            extidp: settings.extidp.clone().map(oidc),
             sso,
             auth,
             log,
@@ -170,7 +184,15 @@ impl Sso {
         self.0.settings.sso.as_ref()
     }
 
-    fn provider(&self, which: Which) -> Result<&oidc::Provider, SsoError> {
+    /// The SAML settings in force, when SSO speaks SAML.
+    pub fn saml_settings(&self) -> Option<&SamlSettings> {
+        match &self.0.sso {
+            Some(Provider::Saml(saml)) => Some(saml.settings()),
+            _ => None,
+        }
+    }
+
+    fn provider(&self, which: Which) -> Result<&Provider, SsoError> {
         match which {
             Which::ExtIdp => self.0.extidp.as_ref(),
             Which::Sso => self.0.sso.as_ref(),
@@ -181,7 +203,7 @@ impl Sso {
     /// The providers configured, for a sign-in page.
     pub fn providers(&self) -> Vec<ProviderInfo> {
         let mut providers = Vec::new();
-        if let Some(extidp) = &self.0.extidp {
+        if let Some(Provider::Oidc(extidp)) = &self.0.extidp {
             providers.push(ProviderInfo {
                 id: "extidp",
                 protocol: "oauth2",
@@ -191,11 +213,15 @@ impl Sso {
             });
         }
         if let (Some(sso), Some(settings)) = (&self.0.sso, self.sso_settings()) {
+            let (protocol, issuer_url) = match sso {
+                Provider::Oidc(oidc) => ("oidc", oidc.settings().issuer_url.clone()),
+                Provider::Saml(saml) => ("saml", saml.settings().idp_entity_id.clone()),
+            };
             providers.push(ProviderInfo {
                 id: "sso",
-                protocol: "oidc",
+                protocol,
                 provider_type: settings.provider_type.clone(),
-                issuer_url: sso.settings().issuer_url.clone(),
+                issuer_url,
                 login_url: "/api/v1/auth/sso/login",
             });
         }
@@ -232,19 +258,33 @@ impl Sso {
         let inner = &self.0;
         let ttl = i64::try_from(inner.settings.state_ttl.as_secs()).unwrap_or(600);
         let state = flows::new_state(&inner.clock, ttl);
-        let authorization = provider.authorize(state.clone()).await?;
-        let pending = flows::Pending {
+        let (url, proof) = match provider {
+            Provider::Oidc(oidc) => {
+                let authorization = oidc.authorize(state.clone()).await?;
+                let proof = Proof::Oidc {
+                    pkce_verifier: authorization.pkce_verifier,
+                    nonce: authorization.nonce,
+                };
+                (authorization.url, proof)
+            }
+            Provider::Saml(saml) => {
+                // An XML ID must not start with a digit.
+                let saml_request_id = format!("_{}", random_token(24));
+                let url = saml.authorize(&state, &saml_request_id)?;
+                (url, Proof::Saml { saml_request_id })
+            }
+        };
+        let pending = Pending {
             provider: which.name().to_owned(),
             purpose,
             redirect,
-            pkce_verifier: authorization.pkce_verifier,
-            nonce: authorization.nonce,
+            proof,
         };
         flows::keep(&inner.log, &inner.clock, &state, &pending).await?;
-        Ok(authorization.url)
+        Ok(url)
     }
 
-    /// Finishes the flow of `state` with the provider's `code`.
+    /// Finishes the OpenID Connect flow of `state` with the provider's answer.
     pub async fn finish(
         &self,
         which: Which,
@@ -257,102 +297,121 @@ impl Sso {
             error: provider_error,
             issuer,
         } = answer;
-        let inner = &self.0;
-        let pending = flows::take(&inner.log, &inner.clock, state).await?;
-        if pending.provider != which.name() {
+        let pending = self.pending(which, state).await?;
+        let (
+            Provider::Oidc(provider),
+            Proof::Oidc {
+                pkce_verifier,
+                nonce,
+            },
+        ) = (self.provider(which)?, &pending.proof)
+        else {
             return Err(SsoError::InvalidState);
-        }
+        };
         if let Some(error) = provider_error {
             return Err(SsoError::Refused(error));
         }
         let code = code.ok_or_else(|| SsoError::Refused("no authorization code".to_owned()))?;
-        let provider = self.provider(which)?;
         // RFC 9207: a response naming another issuer is a mix-up.
         if issuer.is_some_and(|issuer| issuer != provider.settings().issuer_url) {
             return Err(SsoError::Refused(
                 "the answer names another issuer".to_owned(),
             ));
         }
-        let identity = provider
-            .finish(code, pending.pkce_verifier, &pending.nonce)
-            .await?;
-        let placement = match which {
-            Which::Sso => self.authorize_sso(&identity).await?,
-            Which::ExtIdp => None,
+        let vouched = provider.finish(code, pkce_verifier.clone(), nonce).await?;
+        self.conclude(which, pending, vouched, device).await
+    }
+
+    /// Finishes the SAML flow of `relay_state` with the posted response.
+    pub async fn finish_saml(
+        &self,
+        relay_state: &str,
+        saml_response: &str,
+        device: Device,
+    ) -> Result<Finished, SsoError> {
+        let inner = &self.0;
+        let pending = self.pending(Which::Sso, relay_state).await?;
+        let (Provider::Saml(provider), Proof::Saml { saml_request_id }) =
+            (self.provider(Which::Sso)?, &pending.proof)
+        else {
+            return Err(SsoError::InvalidState);
         };
-        let asserted = Asserted {
-            provider: which.name(),
+        let identity = provider.consume(saml_response, saml_request_id)?;
+        let claimed = flows::claim_assertion(
+            &inner.log,
+            &inner.clock,
+            &provider.settings().idp_entity_id,
+            &identity.assertion_id,
+            identity.usable_until.timestamp(),
+        )
+        .await?;
+        if !claimed {
+            return Err(SsoError::Replayed);
+        }
+        // An address is the provider's to vouch for only in the domains the
+        // operator restricted SSO to (SAML has no `email_verified`).
+        let email_verified = self
+            .sso_settings()
+            .is_some_and(|settings| !settings.allowed_domains.is_empty());
+        let vouched = Vouched {
             subject: identity.subject,
             email: identity.email,
-            email_verified: identity.email_verified,
+            email_verified,
             name: identity.name,
+            claims: identity.claims,
+        };
+        self.conclude(Which::Sso, pending, vouched, device).await
+    }
+
+    /// The flow `state` stands for, once, if it was started at `which`.
+    async fn pending(&self, which: Which, state: &str) -> Result<Pending, SsoError> {
+        let pending = flows::take(&self.0.log, &self.0.clock, state).await?;
+        if pending.provider != which.name() {
+            return Err(SsoError::InvalidState);
+        }
+        Ok(pending)
+    }
+
+    /// Signs in or links whoever the provider vouched for.
+    async fn conclude(
+        &self,
+        which: Which,
+        pending: Pending,
+        vouched: Vouched,
+        device: Device,
+    ) -> Result<Finished, SsoError> {
+        let inner = &self.0;
+        let placement = match which {
+            Which::Sso => {
+                let settings = self.sso_settings().ok_or(SsoError::NotConfigured("sso"))?;
+                policy::authorize(&inner.auth, settings, &vouched).await?
+            }
+            Which::ExtIdp => None,
+        };
+        let redirect = pending
+            .redirect
+            .unwrap_or_else(|| inner.settings.success_url.clone());
+        let asserted = Asserted {
+            provider: which.name(),
+            subject: vouched.subject,
+            email: vouched.email,
+            email_verified: vouched.email_verified,
+            name: vouched.name,
         };
         match pending.purpose {
             Purpose::Link { user_id } => {
                 let linked = inner.auth.identity_of(which.name(), &asserted.subject);
                 inner.auth.link(&user_id, linked).await?;
-                Ok(Finished::Linked {
-                    redirect: pending
-                        .redirect
-                        .unwrap_or_else(|| inner.settings.success_url.clone()),
-                })
+                Ok(Finished::Linked { redirect })
             }
             Purpose::SignIn => {
                 let outcome = inner
                     .auth
                     .sign_in_with_provider(&asserted, placement.as_ref(), device)
                     .await?;
-                Ok(Finished::SignedIn {
-                    outcome,
-                    redirect: pending
-                        .redirect
-                        .unwrap_or_else(|| inner.settings.success_url.clone()),
-                })
+                Ok(Finished::SignedIn { outcome, redirect })
             }
         }
-    }
-
-    /// The domain and group checks of SSO; the organization and role a
-    /// provisioned account gets.
-    async fn authorize_sso(
-        &self,
-        identity: &oidc::Identity,
-    ) -> Result<Option<Placement>, SsoError> {
-        let Some(settings) = self.sso_settings() else {
-            return Err(SsoError::NotConfigured("sso"));
-        };
-        let groups = groups(&identity.claims, &settings.groups_claim);
-        let domain_ok = settings.allowed_domains.is_empty()
-            || identity
-                .email
-                .as_deref()
-                .and_then(|email| email.rsplit_once('@'))
-                .is_some_and(|(_, domain)| {
-                    settings
-                        .allowed_domains
-                        .iter()
-                        .any(|allowed| allowed.eq_ignore_ascii_case(domain))
-                });
-        let group_ok = settings.allowed_groups.is_empty()
-            || groups
-                .iter()
-                .any(|group| settings.allowed_groups.contains(group));
-        if !(domain_ok && group_ok) {
-            tracing::info!(
-                domain_ok,
-                group_ok,
-                "SSO sign-in refused by the domain or group settings"
-            );
-            self.0
-                .auth
-                .refuse_unauthorized("sso", &identity.subject)
-                .await?;
-            return Err(SsoError::NotAuthorized);
-        }
-        Ok(settings.org_id.as_ref().map(|org_id| Placement {
-            org_id: org_id.clone(),
-            role: role_for(&groups, &settings.group_roles, settings.default_role),
-        }))
     }
 
     /// Where a finished sign-in lands when the caller named no address.
@@ -376,8 +435,16 @@ impl Sso {
         url.to_string()
     }
 
+    /// Our SAML service provider metadata, when SSO speaks SAML.
+    pub fn saml_metadata(&self) -> Result<String, SsoError> {
+        match &self.0.sso {
+            Some(Provider::Saml(saml)) => Ok(saml.metadata()),
+            _ => Err(SsoError::NotConfigured("saml")),
+        }
+    }
+
     /// Ends the caller's session; the provider's end-session address (an
-    /// RP-initiated logout) when SSO has one.
+    /// RP-initiated logout, or a SAML logout request) when it has one.
     pub async fn logout(&self, caller: &Caller) -> Result<Option<String>, SsoError> {
         let session_id = caller.session_id().ok_or_else(|| {
             AuthError::Forbidden(
@@ -385,34 +452,19 @@ impl Sso {
                     .to_owned(),
             )
         })?;
-        self.0
+        let inner = &self.0;
+        inner
             .auth
             .end_session(caller, session_id, RevokeReason::Logout)
             .await?;
-        match &self.0.sso {
-            Some(sso) => sso.end_session(&self.0.settings.success_url).await,
+        match &inner.sso {
+            Some(Provider::Oidc(oidc)) => oidc.end_session(&inner.settings.success_url).await,
+            // The NameID is the account's address (format emailAddress).
+            Some(Provider::Saml(saml)) => match &caller.email {
+                Some(email) => saml.logout_url(email, &format!("_{}", random_token(24))),
+                None => Ok(None),
+            },
             None => Ok(None),
         }
     }
-}
-
-/// The groups a token lists under `claim`: an array of strings, or one string.
-fn groups(claims: &Value, claim: &str) -> Vec<String> {
-    match claims.get(claim) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        Some(Value::String(one)) => vec![one.clone()],
-        _ => Vec::new(),
-    }
-}
-
-/// The role of the first mapping whose group the user is in.
-fn role_for(groups: &[String], mapping: &[(String, OrgRole)], default: OrgRole) -> OrgRole {
-    mapping
-        .iter()
-        .find(|(group, _)| groups.contains(group))
-        .map_or(default, |(_, role)| *role)
 }

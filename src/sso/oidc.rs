@@ -22,19 +22,8 @@ use openidconnect::{
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use super::SsoError;
+use super::{SsoError, Vouched};
 use crate::config::OidcClient;
-
-/// What the provider's ID token said, its checks passed.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    pub subject: String,
-    pub email: Option<String>,
-    pub email_verified: bool,
-    pub name: Option<String>,
-    /// Every claim of the token, for settings that name one (groups).
-    pub claims: Value,
-}
 
 /// An authorization request to send the browser to.
 pub struct Authorization {
@@ -157,7 +146,7 @@ impl Provider {
         code: String,
         pkce_verifier: String,
         nonce: &str,
-    ) -> Result<Identity, SsoError> {
+    ) -> Result<Vouched, SsoError> {
         let client = self.relying_party(self.metadata(false).await?)?;
         let response = client
             .exchange_code(AuthorizationCode::new(code))
@@ -216,7 +205,7 @@ fn verified(
     verifier: &CoreIdTokenVerifier<'_>,
     id_token: &CoreIdToken,
     nonce: &Nonce,
-) -> Result<Identity, SsoError> {
+) -> Result<Vouched, SsoError> {
     let claims = id_token.claims(verifier, nonce).map_err(|e| match e {
         ClaimsVerificationError::SignatureVerification(
             SignatureVerificationError::NoMatchingKey,
@@ -232,7 +221,7 @@ fn verified(
         .and_then(|payload| URL_SAFE_NO_PAD.decode(payload).ok())
         .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
         .unwrap_or(Value::Null);
-    Ok(Identity {
+    Ok(Vouched {
         subject: claims.subject().as_str().to_owned(),
         email: claims.email().map(|email| email.as_str().to_owned()),
         email_verified: claims.email_verified().unwrap_or(false),

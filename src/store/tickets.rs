@@ -30,6 +30,34 @@ impl EventLog {
         Ok(())
     }
 
+    /// Keeps ticket `hash` as [`EventLog::keep_ticket`] does, unless one
+    /// stands already: false then (the first claim wins, on any replica).
+    pub async fn claim_ticket(
+        &self,
+        hash: &str,
+        holder: &str,
+        expires_at: i64,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let claimed = with_pool!(self.db().writer(), pool => {
+            sqlx::query("DELETE FROM ws_tickets WHERE expires_at <= $1")
+                .bind(now)
+                .execute(pool)
+                .await?;
+            sqlx::query(
+                "INSERT INTO ws_tickets (ticket_hash, caller, expires_at) VALUES ($1, $2, $3) \
+                 ON CONFLICT (ticket_hash) DO NOTHING",
+            )
+            .bind(hash)
+            .bind(holder)
+            .bind(expires_at)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(claimed == 1)
+    }
+
     /// What ticket `hash` stands for, once, if it has not expired by `now`.
     pub async fn take_ticket(&self, hash: &str, now: i64) -> Result<Option<String>, StoreError> {
         let taken: Option<(String, i64)> = with_pool!(self.db().writer(), pool => {

@@ -44,6 +44,8 @@ mod scm;
 mod serve;
 mod signup;
 mod sso;
+#[cfg(feature = "saml")]
+mod sso_saml;
 mod store;
 mod tables;
 mod tamper;

@@ -97,7 +97,7 @@ impl World {
 
 /// An organization owned by a password account, made on a first start so
 /// that the second can name it in `SERVICE_SSO_ORG_ID`.
-async fn organization(data: &std::path::Path) -> String {
+pub(crate) async fn organization(data: &std::path::Path) -> String {
     let service = Serve::on_free_ports()
         .loopback()
         .data_dir(data)

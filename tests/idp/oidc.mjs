@@ -9,6 +9,7 @@
 // accepted. Prints "ready <issuer>" once listening.
 
 import http from 'node:http';
+import { readForm } from './forms.mjs';
 import Provider from 'oidc-provider';
 import { SignJWT, exportJWK, generateKeyPair, importJWK } from 'jose';
 
@@ -112,15 +113,6 @@ provider.use(async (ctx, next) => {
 
 function page(body) {
   return `<!doctype html><html><head><title>Test IdP</title></head><body>${body}</body></html>`;
-}
-
-function readForm(req) {
-  return new Promise((resolve, reject) => {
-    let data = '';
-    req.on('data', (chunk) => { data += chunk; });
-    req.on('end', () => resolve(new URLSearchParams(data)));
-    req.on('error', reject);
-  });
 }
 
 const callback = provider.callback();

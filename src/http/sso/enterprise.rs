@@ -9,16 +9,17 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::routes;
 
-use super::{CallbackQuery, StartQuery, finish, redirect};
+use super::{CallbackQuery, StartQuery, finish, land, redirect};
 use crate::auth::tokens::TokenPair;
 use crate::auth::{Auth, Caller};
+use crate::config::SsoProtocol;
 use crate::http::accounts::ClientDevice;
 use crate::http::accounts::session::RefreshBody;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiQuery, WantsHtml};
 use crate::http::ratelimit::{AuthPath, PathLimit};
 use crate::http::routes::{RouteSpec, Routes};
-use crate::sso::{Purpose, Sso, SsoError, Which};
+use crate::sso::{Purpose, Sso, Which};
 
 pub fn routes() -> Routes {
     let limit = PathLimit::Auth(AuthPath::Sso);
@@ -165,6 +166,15 @@ pub struct SsoConfig {
     /// `group=role` as configured, in order.
     pub group_roles: Vec<String>,
     pub default_role: Option<String>,
+    /// SAML: the identity provider's entity id and addresses.
+    pub idp_entity_id: Option<String>,
+    pub idp_sso_url: Option<String>,
+    pub idp_slo_url: Option<String>,
+    /// SAML: our assertion consumer and single logout addresses.
+    pub acs_url: Option<String>,
+    pub slo_url: Option<String>,
+    /// SAML: our sign-in requests are signed (`SERVICE_SSO_SP_PRIVATE_KEY`).
+    pub signs_requests: bool,
 }
 
 /// The SSO configuration as the service read it (never the client secret).
@@ -174,15 +184,10 @@ async fn sso_config(State(sso): State<Sso>) -> Json<SsoConfig> {
     let Some(settings) = sso.sso_settings() else {
         return Json(SsoConfig::default());
     };
-    let crate::config::SsoProtocol::Oidc(client) = &settings.protocol;
-    Json(SsoConfig {
+    let mut config = SsoConfig {
         enabled: true,
         provider_type: Some(settings.provider_type.clone()),
         entity_id: Some(settings.entity_id.clone()),
-        issuer_url: Some(client.issuer_url.clone()),
-        client_id: Some(client.client_id.clone()),
-        callback_url: Some(client.redirect_uri.clone()),
-        scopes: client.scopes.clone(),
         allowed_domains: settings.allowed_domains.clone(),
         allowed_groups: settings.allowed_groups.clone(),
         groups_claim: Some(settings.groups_claim.clone()),
@@ -193,7 +198,26 @@ async fn sso_config(State(sso): State<Sso>) -> Json<SsoConfig> {
             .map(|(group, role)| format!("{group}={}", role.as_str()))
             .collect(),
         default_role: Some(settings.default_role.as_str().to_owned()),
-    })
+        ..SsoConfig::default()
+    };
+    match &settings.protocol {
+        SsoProtocol::Oidc(client) => {
+            config.issuer_url = Some(client.issuer_url.clone());
+            config.client_id = Some(client.client_id.clone());
+            config.callback_url = Some(client.redirect_uri.clone());
+            config.scopes = client.scopes.clone();
+        }
+        SsoProtocol::Saml(saml) => {
+            config.idp_entity_id = Some(saml.idp_entity_id.clone());
+            config.idp_sso_url = Some(saml.idp_sso_url.clone());
+            config.idp_slo_url = saml.idp_slo_url.clone();
+            config.acs_url = Some(saml.acs_url.clone());
+            config.callback_url = Some(saml.acs_url.clone());
+            config.slo_url = Some(saml.slo_url.clone());
+            config.signs_requests = saml.sp_signing.is_some();
+        }
+    }
+    Json(config)
 }
 
 /// Legacy: the SSO callback (as `/api/v1/auth/sso/callback`).
@@ -208,20 +232,28 @@ async fn legacy_callback(
     finish(&sso, Which::Sso, query, device).await
 }
 
-/// The fields of a callback posted as a form.
+/// The fields of a callback posted as a form: an OIDC `form_post` answer,
+/// or a SAML response on the HTTP-POST binding.
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)] // documents the form; the handler reads it leniently
 pub struct CallbackForm {
     code: Option<String>,
-    /// The state token the sign-in started with.
-    state: String,
+    /// The state token the sign-in started with (OIDC).
+    state: Option<String>,
     error: Option<String>,
     error_description: Option<String>,
     iss: Option<String>,
+    /// The identity provider's response, base64 (SAML).
+    #[schema(rename = "SAMLResponse")]
+    saml_response: Option<String>,
+    /// The state token the sign-in started with (SAML).
+    #[schema(rename = "RelayState")]
+    relay_state: Option<String>,
 }
 
-/// Legacy: the SSO callback as a form post (the OIDC `form_post` response
-/// mode), with the same fields as the query of the GET.
+/// Legacy: the SSO callback as a form post: the assertion consumer service
+/// of SAML (`SAMLResponse`, `RelayState`) and the OIDC `form_post` response
+/// mode (the same fields as the query of the GET).
 #[utoipa::path(post, path = "/auth/sso/callback", tag = "sso",
     request_body(content_type = "application/x-www-form-urlencoded", content = CallbackForm),
     responses((status = 302, description = "To the success or the error address"),
@@ -245,6 +277,7 @@ async fn legacy_callback_post(
     // Read leniently: whatever the form holds, the answer is a redirect
     // (a form without a good state ends at the error address).
     let mut form = CallbackQuery::default();
+    let (mut saml_response, mut relay_state) = (None, None);
     for (key, value) in url::form_urlencoded::parse(&body) {
         let field = match key.as_ref() {
             "code" => &mut form.code,
@@ -252,9 +285,18 @@ async fn legacy_callback_post(
             "error" => &mut form.error,
             "error_description" => &mut form.error_description,
             "iss" => &mut form.iss,
+            "SAMLResponse" => &mut saml_response,
+            "RelayState" => &mut relay_state,
             _ => continue,
         };
         *field = Some(value.into_owned());
+    }
+    if let Some(saml_response) = saml_response {
+        let Some(relay_state) = relay_state else {
+            return Err(ApiError::bad_request("The SAML response has no RelayState"));
+        };
+        let finished = sso.finish_saml(&relay_state, &saml_response, device).await;
+        return Ok(land(&sso, Which::Sso, finished));
     }
     if form.state.is_none() {
         return Err(ApiError::bad_request("The callback form has no state"));
@@ -274,9 +316,20 @@ async fn legacy_logout(State(sso): State<Sso>, caller: Caller) -> Result<Respons
     ))
 }
 
-/// Legacy: the SAML 2.0 service provider metadata.
+/// Legacy: the SAML 2.0 service provider metadata (entity id, assertion
+/// consumer and single logout addresses, NameID format emailAddress).
 #[utoipa::path(get, path = "/auth/sso/metadata", tag = "sso",
-    responses((status = 404, description = "SAML SSO is not configured")))]
-async fn sso_metadata() -> Result<Response, ApiError> {
-    Err(SsoError::NotConfigured("saml").into())
+    responses((status = 200, content_type = "application/samlmetadata+xml", body = String,
+            description = "The service provider's metadata"),
+        (status = 404, description = "SAML SSO is not configured")))]
+async fn sso_metadata(State(sso): State<Sso>) -> Result<Response, ApiError> {
+    let metadata = sso.saml_metadata()?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/samlmetadata+xml",
+        )],
+        metadata,
+    )
+        .into_response())
 }

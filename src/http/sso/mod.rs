@@ -35,9 +35,12 @@ impl From<SsoError> for ApiError {
             S::InvalidRedirect | S::StateExpired | S::InvalidState => {
                 ApiError::bad_request(e.to_string())
             }
-            S::InvalidClient | S::Refused(_) | S::Token(_) | S::UnknownKey => {
-                ApiError::Unauthorized(e.to_string())
-            }
+            S::InvalidClient
+            | S::Refused(_)
+            | S::Token(_)
+            | S::UnknownKey
+            | S::Assertion(_)
+            | S::Replayed => ApiError::Unauthorized(e.to_string()),
             S::NotAuthorized => ApiError::Forbidden(e.to_string()),
             S::Unreachable(_) => ApiError::Unavailable(e.to_string()),
             S::Auth(e) => e.into(),
@@ -80,7 +83,7 @@ pub struct CallbackQuery {
 pub struct ProviderView {
     /// `extidp` or `sso`.
     pub id: &'static str,
-    /// `oauth2` or `oidc`.
+    /// `oauth2`, `oidc` or `saml`.
     pub protocol: &'static str,
     /// `SERVICE_SSO_PROVIDER_TYPE` for SSO, `extidp` for OAuth.
     pub provider_type: String,
@@ -138,6 +141,11 @@ async fn finish(
         issuer: query.iss,
     };
     let finished = sso.finish(which, &state, answer, device).await;
+    land(sso, which, finished)
+}
+
+/// Where a finished callback sends the browser.
+fn land(sso: &Sso, which: crate::sso::Which, finished: Result<Finished, SsoError>) -> Response {
     match finished {
         Ok(Finished::SignedIn {
             outcome,

@@ -21,37 +21,7 @@ pub struct OidcProvider {
 impl OidcProvider {
     /// Starts the provider with `clients` (oidc-provider client metadata).
     pub async fn start(clients: &Value) -> Self {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/idp");
-        assert!(
-            std::path::Path::new(dir)
-                .join("node_modules/oidc-provider")
-                .exists(),
-            "run `npm ci` in tests/idp first (ops/test.sh does)"
-        );
-        let port = free_port();
-        let mut child = tokio::process::Command::new("node")
-            .current_dir(dir)
-            .arg("oidc.mjs")
-            .arg(port.to_string())
-            .arg(clients.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("node");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let ready = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("the identity provider did not start in 30 s")
-            .unwrap()
-            .unwrap_or_default();
-        let issuer = ready
-            .strip_prefix("ready ")
-            .unwrap_or_else(|| panic!("unexpected first line from the identity provider: {ready}"))
-            .to_owned();
-        // Keep reading: a closed pipe would end the provider at its next notice.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (child, issuer) = node("oidc.mjs", "oidc-provider", &[clients.to_string()]).await;
         Self {
             issuer,
             _child: child,
@@ -71,6 +41,125 @@ impl OidcProvider {
     }
 }
 
+/// A SAML 2.0 identity provider (samlify), configured by `tests/idp/saml.mjs`,
+/// with its signing pair and a stranger's made by `openssl` for the test.
+#[cfg(feature = "saml")]
+pub struct SamlIdp {
+    pub base: String,
+    /// The directory of `idp.key`, `idp.pem`, `stranger.*` and `sp.*`.
+    pub keys: tempfile::TempDir,
+    _child: tokio::process::Child,
+}
+
+#[cfg(feature = "saml")]
+impl SamlIdp {
+    pub async fn start() -> Self {
+        let keys = tempfile::tempdir().unwrap();
+        for name in ["idp", "stranger", "sp"] {
+            let status = tokio::process::Command::new("openssl")
+                .current_dir(keys.path())
+                .args([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                ])
+                .args([
+                    "-keyout",
+                    &format!("{name}.key"),
+                    "-out",
+                    &format!("{name}.pem"),
+                ])
+                .args(["-subj", &format!("/CN=agon-test-{name}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .await
+                .expect("openssl");
+            assert!(status.success(), "openssl made no {name} pair");
+        }
+        let keys_dir = keys.path().to_string_lossy().into_owned();
+        let (child, base) = node("saml.mjs", "samlify", &[keys_dir]).await;
+        Self {
+            base,
+            keys,
+            _child: child,
+        }
+    }
+
+    /// A file of the keys directory.
+    pub fn file(&self, name: &str) -> String {
+        self.keys.path().join(name).to_string_lossy().into_owned()
+    }
+
+    /// Hands the provider the service's metadata address.
+    pub async fn trust(&self, metadata_url: &str) {
+        self.post("/__sp", &[("metadata_url", metadata_url)]).await;
+    }
+
+    /// Makes the provider attack or misbehave (`unsigned`, `wrong_cert`,
+    /// `wrapped`, `wrapped_inside`, `comment`, `replay_id`, `expired`,
+    /// `wrong_audience`, `no_audience`) or behave (`normal`).
+    pub async fn mode(&self, mode: &str) {
+        self.post("/__mode", &[("mode", mode)]).await;
+    }
+
+    /// The logout requests the provider received.
+    pub async fn logouts(&self) -> Value {
+        reqwest::get(format!("{}/__logouts", self.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn post(&self, path: &str, form: &[(&str, &str)]) {
+        let answer = reqwest::Client::new()
+            .post(format!("{}{path}", self.base))
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{path}: {}", answer.status());
+    }
+}
+
+/// Starts `script` of `tests/idp` (whose `package` must be installed) on a
+/// free port with `args`; the child and the address from its first line
+/// (`ready <address>`). Its later output is drained, since a closed pipe
+/// would end it.
+async fn node(script: &str, package: &str, args: &[String]) -> (tokio::process::Child, String) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/idp");
+    assert!(
+        std::path::Path::new(dir)
+            .join("node_modules")
+            .join(package)
+            .exists(),
+        "run `npm ci` in tests/idp first (ops/test.sh does)"
+    );
+    let mut child = tokio::process::Command::new("node")
+        .current_dir(dir)
+        .arg(script)
+        .arg(free_port().to_string())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let ready = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the identity provider did not start in 30 s")
+        .unwrap()
+        .unwrap_or_default();
+    let address = ready
+        .strip_prefix("ready ")
+        .unwrap_or_else(|| panic!("unexpected first line from the identity provider: {ready}"))
+        .to_owned();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, address)
+}
+
 /// A browser: cookies per host, redirects followed by hand.
 pub struct Browser {
     http: reqwest::Client,
@@ -85,6 +174,10 @@ pub struct Landed {
     pub url: String,
     /// Every URL visited on the way, the last one included.
     pub visited: Vec<String>,
+    /// The fields of the form about to be posted to `url`, when a form led
+    /// there (a SAML response on its way to the service, say).
+    #[cfg_attr(not(feature = "saml"), allow(dead_code))]
+    pub form: Option<Vec<(String, String)>>,
 }
 
 impl Landed {
@@ -171,16 +264,34 @@ impl Browser {
     }
 
     /// GETs `url`, answering the provider's sign-in form as `login`, and
-    /// follows redirects until one leads to an address starting with one
-    /// of `stops` (not fetched).
+    /// follows redirects and forms until one leads to an address starting
+    /// with one of `stops` (not fetched).
     pub async fn walk(&self, url: &str, login: &str, stops: &[&str]) -> Landed {
+        self.go(url.to_owned(), None, login, stops).await
+    }
+
+    /// POSTs `fields` as a form to `url`, then walks on as [`Browser::walk`].
+    #[cfg_attr(not(feature = "saml"), allow(dead_code))]
+    pub async fn post(&self, url: &str, fields: Vec<(String, String)>, stops: &[&str]) -> Landed {
+        self.go(url.to_owned(), Some(fields), "", stops).await
+    }
+
+    async fn go(
+        &self,
+        mut next: String,
+        mut form: Option<Vec<(String, String)>>,
+        login: &str,
+        stops: &[&str],
+    ) -> Landed {
         let mut visited = Vec::new();
-        let mut next = url.to_owned();
-        let mut form: Option<Vec<(String, String)>> = None;
         for _ in 0..20 {
             visited.push(next.clone());
             if stops.iter().any(|stop| next.starts_with(stop)) {
-                return Landed { url: next, visited };
+                return Landed {
+                    url: next,
+                    visited,
+                    form,
+                };
             }
             let request = match form.take() {
                 Some(fields) => self.prepare(self.http.post(&next), &next).form(&fields),
@@ -207,17 +318,43 @@ impl Browser {
                 .split("action=\"")
                 .nth(1)
                 .and_then(|rest| rest.split('"').next())
+                .map(unescape)
                 .unwrap_or_else(|| panic!("no form at {next}: {body}"));
             next = url::Url::parse(&next)
                 .unwrap()
-                .join(action)
+                .join(&action)
                 .unwrap()
                 .to_string();
-            form = Some(vec![
-                ("login".to_owned(), login.to_owned()),
-                ("password".to_owned(), "correct horse".to_owned()),
-            ]);
+            let mut fields = hidden_fields(&body);
+            if body.contains("name=\"login\"") {
+                fields.push(("login".to_owned(), login.to_owned()));
+                fields.push(("password".to_owned(), "correct horse".to_owned()));
+            }
+            form = Some(fields);
         }
         panic!("too many redirects: {visited:?}");
     }
+}
+
+/// The hidden inputs of a page's form, as a browser would post them.
+fn hidden_fields(body: &str) -> Vec<(String, String)> {
+    let attribute = |tag: &str, name: &str| {
+        tag.split(&format!("{name}=\"")[..])
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .map(unescape)
+    };
+    body.split("<input")
+        .skip(1)
+        .map(|tag| tag.split('>').next().unwrap_or_default())
+        .filter(|tag| tag.contains("type=\"hidden\""))
+        .filter_map(|tag| Some((attribute(tag, "name")?, attribute(tag, "value")?)))
+        .collect()
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
