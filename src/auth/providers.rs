@@ -253,6 +253,28 @@ impl Auth {
         Ok(())
     }
 
+    /// Ends every session of the account `identity` is linked to: the
+    /// provider says its user signed out (single logout). How many ended.
+    pub async fn end_provider_sessions(
+        &self,
+        identity: &ProviderIdentity,
+    ) -> Result<usize, AuthError> {
+        let Some(account) = self.linked_account(identity).await? else {
+            return Ok(0);
+        };
+        let user_id = account.user_id.as_str();
+        for session_id in account.sessions.keys() {
+            let end = AccountCommand::EndSession {
+                session_id: session_id.clone(),
+                reason: agon_aggregates::account::RevokeReason::Logout,
+                at: self.clock().now(),
+            };
+            let (_, events) = self.command(user_id, end, user_id).await?;
+            self.await_revocations(&events).await?;
+        }
+        Ok(account.sessions.len())
+    }
+
     async fn claim(&self, identity: &ProviderIdentity, user_id: &str) -> Result<(), AuthError> {
         let claim = IdentityClaimCommand::Claim {
             user_id: user_id.to_owned(),

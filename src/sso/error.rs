@@ -26,6 +26,8 @@ pub enum SsoError {
     UnknownKey,
     #[error("The identity provider's SAML response was rejected: {0}")]
     Assertion(String),
+    #[error("The identity provider's logout request was rejected: {0}")]
+    Logout(String),
     #[error("The SAML assertion was already used")]
     Replayed,
     #[error("User not authorized")]

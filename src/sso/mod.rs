@@ -32,7 +32,7 @@ use crate::auth::login::LoginOutcome;
 use crate::auth::providers::Asserted;
 use crate::auth::{Auth, AuthError, Caller};
 use crate::clock::Clock;
-use crate::config::{OAuthSettings, SamlSettings, SsoProtocol, SsoSettings};
+use crate::config::{OAuthSettings, SsoProtocol, SsoSettings};
 use crate::crypto::secrets::random_token;
 use crate::store::EventLog;
 
@@ -104,6 +104,15 @@ pub struct SamlIdentity {
     /// is too old to be accepted anyway.
     pub assertion_id: String,
     pub usable_until: chrono::DateTime<chrono::Utc>,
+}
+
+/// A logout the provider asked for (IdP-initiated single logout).
+#[derive(Debug)]
+pub struct SamlLogout {
+    pub name_id: String,
+    pub request_id: String,
+    /// Handed back unread with our answer.
+    pub relay_state: Option<String>,
 }
 
 /// How a callback ended, and where the browser goes next.
@@ -182,14 +191,6 @@ impl Sso {
 
     pub fn sso_settings(&self) -> Option<&SsoSettings> {
         self.0.settings.sso.as_ref()
-    }
-
-    /// The SAML settings in force, when SSO speaks SAML.
-    pub fn saml_settings(&self) -> Option<&SamlSettings> {
-        match &self.0.sso {
-            Some(Provider::Saml(saml)) => Some(saml.settings()),
-            _ => None,
-        }
     }
 
     fn provider(&self, which: Which) -> Result<&Provider, SsoError> {
@@ -441,6 +442,24 @@ impl Sso {
             Some(Provider::Saml(saml)) => Ok(saml.metadata()),
             _ => Err(SsoError::NotConfigured("saml")),
         }
+    }
+
+    /// The provider's single logout (a signed logout request in
+    /// `raw_query`): every session of the account linked to its NameID
+    /// ends; where the browser goes next (the provider, with our answer).
+    pub async fn provider_logout(&self, raw_query: &str) -> Result<String, SsoError> {
+        let inner = &self.0;
+        let Some(Provider::Saml(saml)) = &inner.sso else {
+            return Err(SsoError::NotConfigured("saml"));
+        };
+        let asked = saml.logout_request(raw_query)?;
+        let identity = inner.auth.identity_of(Which::Sso.name(), &asked.name_id);
+        let ended = inner.auth.end_provider_sessions(&identity).await?;
+        tracing::info!(ended, "the identity provider signed a user out");
+        let response_id = format!("_{}", random_token(24));
+        let answer =
+            saml.logout_response_url(&asked.request_id, asked.relay_state.as_deref(), &response_id)?;
+        Ok(answer.unwrap_or_else(|| inner.settings.success_url.clone()))
     }
 
     /// Ends the caller's session; the provider's end-session address (an

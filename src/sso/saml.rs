@@ -8,20 +8,22 @@
 //! certificate alone, and the assertion read from the bytes the signature
 //! digested (samael's pre-digest mode), never from the document around them.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::str::FromStr;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use chrono::Utc;
-use openssl::pkey::{PKey, Private};
+use openssl::hash::MessageDigest;
+use openssl::pkey::{PKey, Private, Public};
 use samael::crypto::{AllowedSignatureAlgorithm, ReduceMode, decode_x509_cert, sign_url};
 use samael::metadata::EntityDescriptor;
-use samael::schema::Assertion;
+use samael::schema::{Assertion, LogoutRequest};
 use samael::service_provider::{ServiceProvider, ServiceProviderBuilder};
 use serde_json::{Map, Value};
 
-use super::saml_shape::inspect;
-use super::{SamlIdentity as Identity, SsoError};
+use super::saml_shape::{inspect, no_document_type};
+use super::{SamlIdentity as Identity, SamlLogout as LogoutAsked, SsoError};
 use crate::config::SamlSettings;
 
 const EMAIL_FORMAT: &str = "urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress";
@@ -30,6 +32,8 @@ const POST_BINDING: &str = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST";
 
 pub struct Provider {
     sp: ServiceProvider,
+    /// Checks the redirect binding's signatures (logout requests).
+    idp_key: PKey<Public>,
     settings: SamlSettings,
     entity_id: String,
     /// Signs our requests, with its certificate (base64 DER) in our metadata.
@@ -68,7 +72,10 @@ fn escape(text: &str) -> String {
 impl Provider {
     pub fn new(settings: &SamlSettings, entity_id: &str) -> Result<Self, SsoError> {
         let idp_certificate = certificate_body(&settings.idp_certificate);
-        decode_x509_cert(&idp_certificate)
+        let idp_der = decode_x509_cert(&idp_certificate)
+            .map_err(|e| setting(format!("SERVICE_SSO_IDP_CERTIFICATE: {e}")))?;
+        let idp_key = openssl::x509::X509::from_der(idp_der.der_data())
+            .and_then(|certificate| certificate.public_key())
             .map_err(|e| setting(format!("SERVICE_SSO_IDP_CERTIFICATE: {e}")))?;
         // The provider as samael sees it: its entity id, its signing
         // certificate (the only key a response may be signed with).
@@ -115,6 +122,7 @@ impl Provider {
             .map_err(setting)?;
         Ok(Self {
             sp,
+            idp_key,
             settings: settings.clone(),
             entity_id: entity_id.to_owned(),
             signing,
@@ -271,26 +279,158 @@ impl Provider {
         let request = format!(
             r#"<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="{id}" Version="2.0" IssueInstant="{now}" Destination="{slo}"><saml:Issuer>{entity}</saml:Issuer><saml:NameID Format="{EMAIL_FORMAT}">{name_id}</saml:NameID></samlp:LogoutRequest>"#,
             id = escape(request_id),
-            now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            now = now_text(),
             slo = escape(slo),
             entity = escape(&self.entity_id),
             name_id = escape(name_id),
         );
+        self.redirect(slo, "SAMLRequest", &request, None).map(Some)
+    }
+
+    /// The logout request of a redirect binding's `raw_query` (as received,
+    /// percent-encoded), if the provider signed it: an unsigned request
+    /// could sign anyone out.
+    pub fn logout_request(&self, raw_query: &str) -> Result<LogoutAsked, SsoError> {
+        let refused = |why: &str| SsoError::Logout(why.to_owned());
+        let raw = |name: &str| {
+            raw_query
+                .split('&')
+                .find(|pair| pair.split('=').next() == Some(name))
+        };
+        let decoded = |name: &str| {
+            raw(name).and_then(|pair| {
+                let value = pair.split_once('=').map_or("", |(_, value)| value);
+                url::form_urlencoded::parse(format!("v={value}").as_bytes())
+                    .next()
+                    .map(|(_, value)| value.into_owned())
+            })
+        };
+        let (Some(request), Some(sig_alg), Some(signature)) = (
+            raw("SAMLRequest"),
+            decoded("SigAlg"),
+            decoded("Signature"),
+        ) else {
+            return Err(refused("unsigned"));
+        };
+        // SAML bindings §3.4.4.1: the parameters as sent, in this order.
+        let signed: Vec<&str> = [Some(request), raw("RelayState"), raw("SigAlg")]
+            .into_iter()
+            .flatten()
+            .collect();
+        let digest = match sig_alg.as_str() {
+            "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256" => MessageDigest::sha256(),
+            "http://www.w3.org/2001/04/xmldsig-more#rsa-sha384" => MessageDigest::sha384(),
+            "http://www.w3.org/2001/04/xmldsig-more#rsa-sha512" => MessageDigest::sha512(),
+            _ => return Err(refused("the signature algorithm is not RSA with SHA-2")),
+        };
+        let signature = STANDARD
+            .decode(signature.split_ascii_whitespace().collect::<String>())
+            .map_err(|_| refused("the signature is not base64"))?;
+        let verified = openssl::sign::Verifier::new(digest, &self.idp_key)
+            .and_then(|mut verifier| {
+                verifier.update(signed.join("&").as_bytes())?;
+                verifier.verify(&signature)
+            })
+            .unwrap_or(false);
+        if !verified {
+            return Err(refused(
+                "the signature does not verify with the identity provider's certificate",
+            ));
+        }
+        let xml = inflate(&decoded("SAMLRequest").unwrap_or_default())
+            .ok_or_else(|| refused("SAMLRequest is not deflated base64"))?;
+        no_document_type(&xml).map_err(|e| refused(&e.to_string()))?;
+        let request =
+            LogoutRequest::from_str(&xml).map_err(|_| refused("not a LogoutRequest"))?;
+        let issuer = request.issuer.as_ref().and_then(|i| i.value.as_deref());
+        if issuer != Some(self.settings.idp_entity_id.as_str()) {
+            return Err(refused("another issuer"));
+        }
+        if let Some(issued) = request.issue_instant {
+            let window = chrono::Duration::from_std(self.settings.max_age + self.settings.clock_skew)
+                .unwrap_or_default();
+            if Utc::now() - issued > window {
+                return Err(refused("too old"));
+            }
+        }
+        let name_id = request
+            .name_id
+            .map(|name_id| name_id.value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+            .ok_or_else(|| refused("no NameID"))?;
+        Ok(LogoutAsked {
+            name_id,
+            request_id: request.id.ok_or_else(|| refused("no ID"))?,
+            relay_state: decoded("RelayState"),
+        })
+    }
+
+    /// Our answer to the provider's logout request `in_response_to`, at its
+    /// single logout address (`None` when it has none).
+    pub fn logout_response_url(
+        &self,
+        in_response_to: &str,
+        relay_state: Option<&str>,
+        response_id: &str,
+    ) -> Result<Option<String>, SsoError> {
+        let Some(slo) = &self.settings.idp_slo_url else {
+            return Ok(None);
+        };
+        let response = format!(
+            r#"<samlp:LogoutResponse xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="{id}" Version="2.0" IssueInstant="{now}" Destination="{slo}" InResponseTo="{answer}"><saml:Issuer>{entity}</saml:Issuer><samlp:Status><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:Success"/></samlp:Status></samlp:LogoutResponse>"#,
+            id = escape(response_id),
+            now = now_text(),
+            slo = escape(slo),
+            answer = escape(in_response_to),
+            entity = escape(&self.entity_id),
+        );
+        self.redirect(slo, "SAMLResponse", &response, relay_state)
+            .map(Some)
+    }
+
+    /// `to` with `message` deflated into `parameter` (redirect binding),
+    /// signed when we hold a key.
+    fn redirect(
+        &self,
+        to: &str,
+        parameter: &str,
+        message: &str,
+        relay_state: Option<&str>,
+    ) -> Result<String, SsoError> {
         let mut deflated = Vec::new();
         {
             let mut encoder =
                 flate2::write::DeflateEncoder::new(&mut deflated, flate2::Compression::default());
             encoder
-                .write_all(request.as_bytes())
+                .write_all(message.as_bytes())
                 .and_then(|()| encoder.try_finish())
-                .map_err(|e| setting(format!("logout request: {e}")))?;
+                .map_err(|e| setting(format!("{parameter}: {e}")))?;
         }
-        let mut url = url::Url::parse(slo).map_err(setting)?;
+        let mut url = url::Url::parse(to).map_err(setting)?;
         url.query_pairs_mut()
-            .append_pair("SAMLRequest", &STANDARD.encode(deflated));
-        if let Some((key, _)) = &self.signing {
-            url = sign_url(url, key).map_err(|e| setting(format!("logout request: {e}")))?;
+            .append_pair(parameter, &STANDARD.encode(deflated));
+        if let Some(relay_state) = relay_state {
+            url.query_pairs_mut().append_pair("RelayState", relay_state);
         }
-        Ok(Some(url.to_string()))
+        if let Some((key, _)) = &self.signing {
+            url = sign_url(url, key).map_err(|e| setting(format!("{parameter}: {e}")))?;
+        }
+        Ok(url.to_string())
     }
+}
+
+fn now_text() -> String {
+    Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The text of a deflated, base64 redirect-binding message (at most 64 KiB).
+fn inflate(encoded: &str) -> Option<String> {
+    let compact: String = encoded.split_ascii_whitespace().collect();
+    let bytes = STANDARD.decode(compact).ok()?;
+    let mut text = String::new();
+    flate2::read::DeflateDecoder::new(bytes.as_slice())
+        .take(65_536)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }

@@ -2,7 +2,7 @@
 //! (samael and libxmlsec1) is off, so a SAML setting stops the start with
 //! a message saying how to build it in.
 
-use super::{SamlIdentity as Identity, SsoError};
+use super::{SamlIdentity as Identity, SamlLogout as LogoutAsked, SsoError};
 use crate::config::SamlSettings;
 
 /// Never built: [`Provider::new`] refuses.
@@ -29,6 +29,19 @@ impl Provider {
     }
 
     pub fn consume(&self, _encoded: &str, _request_id: &str) -> Result<Identity, SsoError> {
+        match *self {}
+    }
+
+    pub fn logout_request(&self, _raw_query: &str) -> Result<LogoutAsked, SsoError> {
+        match *self {}
+    }
+
+    pub fn logout_response_url(
+        &self,
+        _in_response_to: &str,
+        _relay_state: Option<&str>,
+        _response_id: &str,
+    ) -> Result<Option<String>, SsoError> {
         match *self {}
     }
 

@@ -73,6 +73,18 @@ pub fn inspect(xml: &str) -> Result<(), ShapeError> {
     }
 }
 
+/// Refuses a document type declaration in any message we read.
+pub fn no_document_type(xml: &str) -> Result<(), ShapeError> {
+    let mut reader = Reader::from_str(xml);
+    loop {
+        match reader.read_event().map_err(|_| ShapeError::Malformed)? {
+            Event::DocType(_) => return Err(ShapeError::DocumentType),
+            Event::Eof => return Ok(()),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

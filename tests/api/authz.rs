@@ -178,8 +178,12 @@ async fn only_the_spec_public_routes_are_open() {
         "/api/auth/sso/refresh",
         "/api/auth/sso/providers",
         "/auth/sso/callback",
-        // The SAML service provider's metadata is published to identity providers.
+        // The SAML service provider's metadata is published to identity
+        // providers; its single logout service takes the provider's signed
+        // logout requests, and callers' logouts by their own credential
+        // (tests/api/sso_saml.rs).
         "/auth/sso/metadata",
+        "/auth/sso/logout",
     ];
     for canonical in &open {
         assert!(allowed.contains(canonical), "{canonical} is public");

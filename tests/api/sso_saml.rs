@@ -321,3 +321,61 @@ async fn signed_requests_and_single_logout() {
     let (status, _) = me(base, &token).await;
     assert_eq!(status, 401, "the session ended");
 }
+
+#[tokio::test]
+async fn the_provider_signs_a_user_out_of_every_session() {
+    let world = world(&[], false).await;
+    let base = &world.service.base;
+    let token_of = |landed: Landed| landed.fragment()["access_token"].clone();
+    let alice = token_of(world.sign_in("alice@acme.test").await);
+    let bob = [
+        token_of(world.sign_in("bob@acme.test").await),
+        token_of(world.sign_in("bob@acme.test").await),
+    ];
+    let slo = format!("{}/slo", world.idp.base);
+
+    // Unsigned, or with a forged signature: refused, nobody signed out.
+    let (_, unsigned) = world.idp.logout_request("bob@acme.test", false).await;
+    let (_, signed) = world.idp.logout_request("bob@acme.test", true).await;
+    let forged = signed.replace("&Signature=", "&Signature=AAAA");
+    for (what, url) in [("unsigned", &unsigned), ("forged", &forged)] {
+        let landed = Browser::default().walk(url, "", &[SUCCESS, FAILED, &slo]).await;
+        let error = landed.error().unwrap_or_default();
+        assert!(
+            error.starts_with("The identity provider's logout request was rejected"),
+            "{what}: {landed:?}"
+        );
+        for token in bob.iter().chain([&alice]) {
+            assert_eq!(me(base, token).await.0, 200, "{what}");
+        }
+    }
+
+    // Signed: both of bob's sessions end, alice's stays, and the provider
+    // gets our answer.
+    let (request_id, signed) = world.idp.logout_request("bob@acme.test", true).await;
+    let landed = Browser::default().walk(&signed, "", &[SUCCESS, FAILED, &slo]).await;
+    assert!(landed.url.starts_with(&format!("{slo}?SAMLResponse=")), "{landed:?}");
+    reqwest::get(&landed.url).await.unwrap();
+    let logouts = world.idp.logouts().await;
+    let answer = &logouts[0];
+    assert_eq!(answer["in_response_to"], request_id.as_str(), "{logouts}");
+    assert_eq!(answer["status"], "urn:oasis:names:tc:SAML:2.0:status:Success");
+    assert_eq!(answer["relay_state"], "after-logout");
+    for token in &bob {
+        assert_eq!(me(base, token).await.0, 401, "bob's session ended");
+    }
+    assert_eq!(me(base, &alice).await.0, 200, "alice's session stays");
+
+    // The provider's answer to a logout of ours lands on the success address.
+    let landed = Browser::default()
+        .walk(
+            &format!("{base}/auth/sso/logout?SAMLResponse=whatever"),
+            "",
+            &[SUCCESS, FAILED],
+        )
+        .await;
+    assert!(landed.url.starts_with(SUCCESS), "{landed:?}");
+    // Without a SAML message or a credential: 401.
+    let (status, _) = call(Method::GET, &format!("{base}/auth/sso/logout"), None, None).await;
+    assert_eq!(status, 401);
+}

@@ -16,6 +16,7 @@ import http from 'node:http';
 import { readForm } from './forms.mjs';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { inflateRawSync } from 'node:zlib';
 import * as samlify from 'samlify';
 import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
 
@@ -54,6 +55,8 @@ function provider(name, wantSigned) {
 let idp = provider('idp', false);
 let stranger = provider('stranger', false);
 let sp = null;
+// The same service, to send it a logout request unsigned.
+let unsignedSp = null;
 let mode = 'normal';
 let lastAssertionId = null;
 const logouts = [];
@@ -149,7 +152,8 @@ const server = http.createServer(async (req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' }).end(mode);
     } else if (req.method === 'POST' && url.pathname === '/__sp') {
       const metadata = await (await fetch((await readForm(req)).get('metadata_url'))).text();
-      sp = samlify.ServiceProvider({ metadata });
+      sp = samlify.ServiceProvider({ metadata, wantLogoutRequestSigned: true });
+      unsignedSp = samlify.ServiceProvider({ metadata });
       idp = provider('idp', sp.entityMeta.isAuthnRequestSigned());
       stranger = provider('stranger', sp.entityMeta.isAuthnRequestSigned());
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
@@ -180,6 +184,22 @@ const server = http.createServer(async (req, res) => {
         `<input type="hidden" name="RelayState" value="${escape(relayState)}">` +
         '<noscript><button type="submit">Continue</button></noscript></form>' +
         '<script>document.forms[0].submit()</script>'));
+    } else if (req.method === 'GET' && url.pathname === '/__logout') {
+      // Signs a user out everywhere (IdP-initiated single logout): the
+      // address of the service's logout service with a logout request.
+      const target = url.searchParams.get('unsigned') ? unsignedSp : sp;
+      const made = idp.createLogoutRequest(target, 'redirect', { logoutNameID: url.searchParams.get('name_id') }, 'after-logout');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: made.id, url: made.context }));
+    } else if (req.method === 'GET' && url.pathname === '/slo' && url.searchParams.get('SAMLResponse')) {
+      // The service's answer to a logout request of ours.
+      const xml = inflateRawSync(Buffer.from(url.searchParams.get('SAMLResponse'), 'base64')).toString('utf8');
+      logouts.push({
+        response: true,
+        in_response_to: (xml.match(/InResponseTo="([^"]*)"/) || [])[1],
+        status: (xml.match(/StatusCode Value="([^"]*)"/) || [])[1],
+        relay_state: url.searchParams.get('RelayState'),
+      });
+      res.writeHead(200, { 'content-type': 'text/html' }).end(page('<p>Signed out everywhere.</p>'));
     } else if (req.method === 'GET' && url.pathname === '/slo') {
       const query = Object.fromEntries(url.searchParams);
       const parsed = await idp.parseLogoutRequest(sp, 'redirect', { query, octetString: octetString(url.search.slice(1)) });

@@ -3,7 +3,7 @@
 //! logout, the providers and the configuration.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -43,10 +43,7 @@ pub fn routes() -> Routes {
                 .limit(limit),
         )
         .add(routes!(legacy_callback, legacy_callback_post), legacy())
-        .add(
-            routes!(legacy_logout),
-            RouteSpec::unversioned().limit(limit),
-        )
+        .add(routes!(legacy_logout), legacy())
         .add(routes!(sso_metadata), legacy())
 }
 
@@ -304,12 +301,43 @@ async fn legacy_callback_post(
     Ok(finish(&sso, Which::Sso, form, device).await)
 }
 
-/// Legacy single logout: ends the caller's session and sends the browser
-/// to the provider's end-session address, else to `OAUTH_SUCCESS_URL`.
+/// Legacy single logout, and SAML's single logout service: a signed
+/// `SAMLRequest` from the provider ends every session of that user and
+/// answers the provider; a `SAMLResponse` (the provider's answer to our
+/// logout) lands on `OAUTH_SUCCESS_URL`; otherwise the caller's session ends
+/// and the browser goes to the provider's end-session address, else to
+/// `OAUTH_SUCCESS_URL`.
 #[utoipa::path(get, path = "/auth/sso/logout", tag = "sso",
-    responses((status = 302, description = "To the provider's end-session address or the success address"),
+    params(("SAMLRequest" = Option<String>, Query, description = "The provider's logout request (redirect binding, signed)"),
+        ("SAMLResponse" = Option<String>, Query, description = "The provider's answer to our logout request")),
+    responses((status = 302, description = "To the provider, or the success or error address"),
+        (status = 401, description = "Neither a SAML message nor a signed-in caller"),
         (status = 403, description = "Not a session's access token (an API key)")))]
-async fn legacy_logout(State(sso): State<Sso>, caller: Caller) -> Result<Response, ApiError> {
+async fn legacy_logout(
+    State(sso): State<Sso>,
+    caller: Option<Caller>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = query.unwrap_or_default();
+    let carries = |name: &str| {
+        query
+            .split('&')
+            .any(|pair| pair.split('=').next() == Some(name))
+    };
+    if carries("SAMLRequest") {
+        return Ok(match sso.provider_logout(&query).await {
+            Ok(to) => redirect(&to),
+            Err(e) => {
+                tracing::info!(error = %e, "a provider's logout request was refused");
+                redirect(&sso.error_redirect(&e))
+            }
+        });
+    }
+    if carries("SAMLResponse") {
+        return Ok(redirect(sso.success_url()));
+    }
+    let caller =
+        caller.ok_or_else(|| ApiError::Unauthorized("Authentication required".to_owned()))?;
     let to = sso.logout(&caller).await?;
     Ok(redirect(
         &to.unwrap_or_else(|| sso.success_url().to_owned()),

@@ -40,6 +40,7 @@ impl From<SsoError> for ApiError {
             | S::Token(_)
             | S::UnknownKey
             | S::Assertion(_)
+            | S::Logout(_)
             | S::Replayed => ApiError::Unauthorized(e.to_string()),
             S::NotAuthorized => ApiError::Forbidden(e.to_string()),
             S::Unreachable(_) => ApiError::Unavailable(e.to_string()),

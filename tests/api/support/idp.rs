@@ -101,7 +101,22 @@ impl SamlIdp {
         self.post("/__mode", &[("mode", mode)]).await;
     }
 
-    /// The logout requests the provider received.
+    /// The provider's signed (or unsigned) logout request for `name_id`:
+    /// its id and the service's address carrying it.
+    pub async fn logout_request(&self, name_id: &str, signed: bool) -> (String, String) {
+        let mut url = url::Url::parse(&format!("{}/__logout", self.base)).unwrap();
+        url.query_pairs_mut().append_pair("name_id", name_id);
+        if !signed {
+            url.query_pairs_mut().append_pair("unsigned", "1");
+        }
+        let made: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+        (
+            made["id"].as_str().unwrap().to_owned(),
+            made["url"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// The logout messages the provider received.
     pub async fn logouts(&self) -> Value {
         reqwest::get(format!("{}/__logouts", self.base))
             .await
