@@ -457,8 +457,11 @@ impl Sso {
         let ended = inner.auth.end_provider_sessions(&identity).await?;
         tracing::info!(ended, "the identity provider signed a user out");
         let response_id = format!("_{}", random_token(24));
-        let answer =
-            saml.logout_response_url(&asked.request_id, asked.relay_state.as_deref(), &response_id)?;
+        let answer = saml.logout_response_url(
+            &asked.request_id,
+            asked.relay_state.as_deref(),
+            &response_id,
+        )?;
         Ok(answer.unwrap_or_else(|| inner.settings.success_url.clone()))
     }
 

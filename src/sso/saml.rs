@@ -305,11 +305,9 @@ impl Provider {
                     .map(|(_, value)| value.into_owned())
             })
         };
-        let (Some(request), Some(sig_alg), Some(signature)) = (
-            raw("SAMLRequest"),
-            decoded("SigAlg"),
-            decoded("Signature"),
-        ) else {
+        let (Some(request), Some(sig_alg), Some(signature)) =
+            (raw("SAMLRequest"), decoded("SigAlg"), decoded("Signature"))
+        else {
             return Err(refused("unsigned"));
         };
         // SAML bindings §3.4.4.1: the parameters as sent, in this order.
@@ -340,15 +338,15 @@ impl Provider {
         let xml = inflate(&decoded("SAMLRequest").unwrap_or_default())
             .ok_or_else(|| refused("SAMLRequest is not deflated base64"))?;
         no_document_type(&xml).map_err(|e| refused(&e.to_string()))?;
-        let request =
-            LogoutRequest::from_str(&xml).map_err(|_| refused("not a LogoutRequest"))?;
+        let request = LogoutRequest::from_str(&xml).map_err(|_| refused("not a LogoutRequest"))?;
         let issuer = request.issuer.as_ref().and_then(|i| i.value.as_deref());
         if issuer != Some(self.settings.idp_entity_id.as_str()) {
             return Err(refused("another issuer"));
         }
         if let Some(issued) = request.issue_instant {
-            let window = chrono::Duration::from_std(self.settings.max_age + self.settings.clock_skew)
-                .unwrap_or_default();
+            let window =
+                chrono::Duration::from_std(self.settings.max_age + self.settings.clock_skew)
+                    .unwrap_or_default();
             if Utc::now() - issued > window {
                 return Err(refused("too old"));
             }

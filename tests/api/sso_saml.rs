@@ -248,14 +248,17 @@ async fn a_response_and_an_assertion_are_accepted_once() {
 
     // A response without its RelayState belongs to no flow; a body that
     // is not a form is not a response.
-    let http = reqwest::Client::new();
-    let bare = http
-        .post(&acs)
-        .form(&[("SAMLResponse", "PHNhbWxwOlJlc3BvbnNlLz4=")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bare.status(), 400);
+    let bare = Browser::default()
+        .post(
+            &acs,
+            vec![(
+                "SAMLResponse".to_owned(),
+                "PHNhbWxwOlJlc3BvbnNlLz4=".to_owned(),
+            )],
+            &[SUCCESS, FAILED],
+        )
+        .await;
+    assert_eq!(bare.error().as_deref(), Some("Invalid state token"));
     let (status, body) = call(Method::POST, &acs, None, Some(json!({}))).await;
     assert_eq!(status, 415, "{body}");
 }
@@ -339,7 +342,9 @@ async fn the_provider_signs_a_user_out_of_every_session() {
     let (_, signed) = world.idp.logout_request("bob@acme.test", true).await;
     let forged = signed.replace("&Signature=", "&Signature=AAAA");
     for (what, url) in [("unsigned", &unsigned), ("forged", &forged)] {
-        let landed = Browser::default().walk(url, "", &[SUCCESS, FAILED, &slo]).await;
+        let landed = Browser::default()
+            .walk(url, "", &[SUCCESS, FAILED, &slo])
+            .await;
         let error = landed.error().unwrap_or_default();
         assert!(
             error.starts_with("The identity provider's logout request was rejected"),
@@ -353,13 +358,21 @@ async fn the_provider_signs_a_user_out_of_every_session() {
     // Signed: both of bob's sessions end, alice's stays, and the provider
     // gets our answer.
     let (request_id, signed) = world.idp.logout_request("bob@acme.test", true).await;
-    let landed = Browser::default().walk(&signed, "", &[SUCCESS, FAILED, &slo]).await;
-    assert!(landed.url.starts_with(&format!("{slo}?SAMLResponse=")), "{landed:?}");
+    let landed = Browser::default()
+        .walk(&signed, "", &[SUCCESS, FAILED, &slo])
+        .await;
+    assert!(
+        landed.url.starts_with(&format!("{slo}?SAMLResponse=")),
+        "{landed:?}"
+    );
     reqwest::get(&landed.url).await.unwrap();
     let logouts = world.idp.logouts().await;
     let answer = &logouts[0];
     assert_eq!(answer["in_response_to"], request_id.as_str(), "{logouts}");
-    assert_eq!(answer["status"], "urn:oasis:names:tc:SAML:2.0:status:Success");
+    assert_eq!(
+        answer["status"],
+        "urn:oasis:names:tc:SAML:2.0:status:Success"
+    );
     assert_eq!(answer["relay_state"], "after-logout");
     for token in &bob {
         assert_eq!(me(base, token).await.0, 401, "bob's session ended");

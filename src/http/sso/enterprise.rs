@@ -254,7 +254,6 @@ pub struct CallbackForm {
 #[utoipa::path(post, path = "/auth/sso/callback", tag = "sso",
     request_body(content_type = "application/x-www-form-urlencoded", content = CallbackForm),
     responses((status = 302, description = "To the success or the error address"),
-        (status = 400, description = "A form without a state"),
         (status = 415, description = "Not a form")))]
 async fn legacy_callback_post(
     State(sso): State<Sso>,
@@ -288,15 +287,12 @@ async fn legacy_callback_post(
         };
         *field = Some(value.into_owned());
     }
+    // A form without the state (or RelayState) it needs belongs to no flow:
+    // it ends at the error address like any other bad answer.
     if let Some(saml_response) = saml_response {
-        let Some(relay_state) = relay_state else {
-            return Err(ApiError::bad_request("The SAML response has no RelayState"));
-        };
+        let relay_state = relay_state.unwrap_or_default();
         let finished = sso.finish_saml(&relay_state, &saml_response, device).await;
         return Ok(land(&sso, Which::Sso, finished));
-    }
-    if form.state.is_none() {
-        return Err(ApiError::bad_request("The callback form has no state"));
     }
     Ok(finish(&sso, Which::Sso, form, device).await)
 }
