@@ -14,7 +14,8 @@ use super::Platform;
 use super::error::ApiError;
 use super::ratelimit::Principal;
 use super::routes::{Access, Mount};
-use crate::auth::{AuthError, Caller};
+use super::version::{ApiVersion, Negotiated};
+use crate::auth::{AuthError, Caller, Credential};
 
 /// The outcome of reading a request's credential, kept for [`guard`].
 #[derive(Debug, Clone)]
@@ -49,10 +50,13 @@ pub async fn identify(
 }
 
 pub async fn guard(mut request: Request, next: Next) -> Response {
-    let access = request
-        .extensions()
-        .get::<Arc<Mount>>()
-        .map_or(Access::Public, |mount| mount.access);
+    let mount = request.extensions().get::<Arc<Mount>>();
+    let access = mount.map_or(Access::Public, |mount| mount.access);
+    let oauth_only = mount.is_some_and(|mount| mount.oauth_under_v2)
+        && request
+            .extensions()
+            .get::<Negotiated>()
+            .is_some_and(|negotiated| negotiated.version == ApiVersion::V2);
     let identity = request
         .extensions_mut()
         .remove::<Identity>()
@@ -70,6 +74,16 @@ pub async fn guard(mut request: Request, next: Next) -> Response {
                 "Insufficient permission: {} required",
                 permission.name()
             ))
+            .into_response();
+        }
+        // §9 rule 5: organization, user and webhook management under v2.
+        (_, Ok(Some(caller)))
+            if oauth_only && matches!(caller.credential, Credential::ApiKey { .. }) =>
+        {
+            return ApiError::Forbidden(
+                "API v2 takes an OAuth 2.0 access token here (organization, user and webhook management), not an API key"
+                    .to_owned(),
+            )
             .into_response();
         }
         (_, Ok(Some(caller))) => Some(caller),

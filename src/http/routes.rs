@@ -32,6 +32,7 @@ pub struct RouteSpec {
     /// Deprecated paths and the successor each names (the route's own path when none).
     aliases: Vec<(&'static str, Option<&'static str>)>,
     enveloped: bool,
+    oauth_under_v2: bool,
 }
 
 impl Default for RouteSpec {
@@ -45,6 +46,7 @@ impl Default for RouteSpec {
             also_at: Vec::new(),
             aliases: Vec::new(),
             enveloped: true,
+            oauth_under_v2: false,
         }
     }
 }
@@ -75,6 +77,13 @@ impl RouteSpec {
     /// Only callers holding `permission`.
     pub fn requires(mut self, permission: Permission) -> Self {
         self.access = Access::Permission(permission);
+        self
+    }
+
+    /// Under v2, an OAuth 2.0 access token (a session's) and never an API
+    /// key: organization, user and webhook management (§9 rule 5).
+    pub fn oauth_under_v2(mut self) -> Self {
+        self.oauth_under_v2 = true;
         self
     }
 
@@ -146,6 +155,8 @@ pub struct Mount {
     /// The HTTP methods (lowercase) this mount's handler serves; another
     /// handler may serve other methods at the same path.
     pub methods: Vec<&'static str>,
+    /// Refuses API keys when the request is served as v2 (§9 rule 5).
+    pub oauth_under_v2: bool,
 }
 
 impl Mount {
@@ -291,6 +302,7 @@ fn mounts_for(canonical: &str, spec: &RouteSpec, methods: &[&'static str]) -> Ve
         limit: spec.limit,
         action: spec.action,
         methods: methods.to_vec(),
+        oauth_under_v2: spec.oauth_under_v2 && spec.versioned,
     };
     let mut mounts = Vec::new();
     if !spec.versioned {

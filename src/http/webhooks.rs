@@ -19,24 +19,38 @@ use super::debates::{page_limit, page_offset};
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::routes::{RouteSpec, Routes};
-use super::version::ApiVersion;
-use crate::auth::{Caller, Credential};
+use crate::auth::Caller;
 use crate::webhooks::{Changes, DeliveryRow, SubscriptionRow, Webhooks, WebhooksError, WithSecret};
 use crate::webhooks::{sign, url_form};
 use agon_aggregates::webhook::WEBHOOK_EVENTS;
 
 pub fn routes() -> Routes {
     Routes::new()
-        .add(routes!(create_webhook, list_webhooks), RouteSpec::new())
-        .add(routes!(webhook_event_names), RouteSpec::new())
+        .add(
+            routes!(create_webhook, list_webhooks),
+            RouteSpec::new().oauth_under_v2(),
+        )
+        .add(
+            routes!(webhook_event_names),
+            RouteSpec::new().oauth_under_v2(),
+        )
         .add(
             routes!(read_webhook, update_webhook, delete_webhook),
-            RouteSpec::new(),
+            RouteSpec::new().oauth_under_v2(),
         )
-        .add(routes!(rotate_webhook_secret), RouteSpec::new())
-        .add(routes!(test_webhook), RouteSpec::new())
-        .add(routes!(list_webhook_deliveries), RouteSpec::new())
-        .add(routes!(redeliver_webhook), RouteSpec::new())
+        .add(
+            routes!(rotate_webhook_secret),
+            RouteSpec::new().oauth_under_v2(),
+        )
+        .add(routes!(test_webhook), RouteSpec::new().oauth_under_v2())
+        .add(
+            routes!(list_webhook_deliveries),
+            RouteSpec::new().oauth_under_v2(),
+        )
+        .add(
+            routes!(redeliver_webhook),
+            RouteSpec::new().oauth_under_v2(),
+        )
 }
 
 /// States in `doc` what a subscription's `url` may be (the form
@@ -68,8 +82,8 @@ pub fn fit_schema(doc: &mut Value, url_max_chars: usize, description_max_chars: 
     }
 }
 
-/// An account holder who may configure webhooks: under v2 only with an
-/// OAuth 2.0 access token (a session's), never an API key.
+/// An account holder who may configure webhooks (under v2 only with an
+/// OAuth 2.0 access token: the routes say `oauth_under_v2`, §9 rule 5).
 pub struct Configurer(Caller);
 
 impl<S: Send + Sync> FromRequestParts<S> for Configurer {
@@ -77,13 +91,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Configurer {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let AccountHolder(caller) = AccountHolder::from_request_parts(parts, state).await?;
-        let version = ApiVersion::from_request_parts(parts, state).await?;
-        if version == ApiVersion::V2 && matches!(caller.credential, Credential::ApiKey { .. }) {
-            return Err(ApiError::Forbidden(
-                "API v2 takes an OAuth 2.0 access token for webhook configuration, not an API key"
-                    .to_owned(),
-            ));
-        }
         Ok(Configurer(caller))
     }
 }

@@ -25,6 +25,7 @@ pub fn routes() -> Routes {
         RouteSpec::new()
             .requires(Permission::Admin)
             .action(Action::Admin)
+            .oauth_under_v2()
     };
     let legacy_admin = || {
         RouteSpec::unversioned()

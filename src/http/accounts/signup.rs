@@ -32,8 +32,11 @@ pub fn routes() -> Routes {
             RouteSpec::new().public(),
         )
         .add(routes!(resend_verification), RouteSpec::new())
-        .add(routes!(setup_organization), RouteSpec::new())
-        .add(routes!(invite), RouteSpec::new())
+        .add(
+            routes!(setup_organization),
+            RouteSpec::new().oauth_under_v2(),
+        )
+        .add(routes!(invite), RouteSpec::new().oauth_under_v2())
         .add(routes!(accept_invite), RouteSpec::new().public())
         .add(routes!(check_invite), RouteSpec::new().public())
 }
