@@ -157,20 +157,35 @@ pub(super) async fn clear(
 }
 
 /// Empties every projection whose stored version differs from its
-/// registered one (a missing record is version 1), so that its runner
-/// rebuilds it from the start of the log. Returns their names.
+/// registered one (a missing record is version 1, from before versions
+/// were recorded), so that its runner rebuilds it from the start of the
+/// log. Returns their names. A projection that never ran (no record, no
+/// checkpoint: a new database) just gets its version recorded.
 pub async fn reset_changed(log: &EventLog) -> Result<Vec<&'static str>, StoreError> {
-    let stored: Vec<(String, i64)> = with_pool!(log.db().reader(), pool => {
-        sqlx::query_as("SELECT projection, version FROM projection_versions")
+    let (stored, started): (Vec<(String, i64)>, Vec<(String,)>) = with_pool!(log.db().reader(), pool => {
+        let stored = sqlx::query_as("SELECT projection, version FROM projection_versions")
             .fetch_all(pool)
-            .await?
+            .await?;
+        let started = sqlx::query_as("SELECT consumer FROM checkpoints")
+            .fetch_all(pool)
+            .await?;
+        (stored, started)
     });
     let mut reset = Vec::new();
     for projection in &REGISTRY {
-        let version = stored
+        let recorded = stored
             .iter()
             .find(|(name, _)| name == projection.name)
-            .map_or(1, |(_, v)| *v);
+            .map(|(_, v)| *v);
+        let ran = started
+            .iter()
+            .any(|(consumer,)| *consumer == checkpoint_name(projection.name));
+        if recorded.is_none() && !ran {
+            // Nothing was built, so nothing is rebuilt (or announced).
+            clear(log, projection, Some(projection.version)).await?;
+            continue;
+        }
+        let version = recorded.unwrap_or(1);
         if version != projection.version {
             tracing::info!(
                 projection = projection.name,

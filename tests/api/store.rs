@@ -23,6 +23,7 @@ on_both_backends! {
     multi_event_commands_are_atomic => multi_event_commands_are_atomic;
     snapshots_are_stored_with_their_events => snapshots_are_stored_with_their_events;
     a_refused_append_leaves_the_rest_of_its_group_standing => a_refused_append_leaves_the_rest_of_its_group_standing;
+    projection_versions_are_recorded_on_a_new_database_without_a_rebuild => projection_versions_are_recorded_on_a_new_database_without_a_rebuild;
 }
 
 async fn append_and_load(kind: Kind) {
@@ -344,4 +345,32 @@ async fn bulk_reads_follow_an_index_even_before_the_table_is_analysed() {
             .unwrap()
             .is_empty()
     );
+}
+
+async fn projection_versions_are_recorded_on_a_new_database_without_a_rebuild(kind: Kind) {
+    let store = fresh(kind).await;
+    // A new database: nothing was built, so nothing is rebuilt, and the
+    // versions are recorded for the next start.
+    assert_eq!(
+        agon::projection::reset_changed(&store.log).await.unwrap(),
+        Vec::<&str>::new()
+    );
+    assert_eq!(
+        agon::projection::reset_changed(&store.log).await.unwrap(),
+        Vec::<&str>::new()
+    );
+    // A database from before versions were recorded (a checkpoint, no
+    // record): its projections of a later version are rebuilt.
+    let store = fresh(kind).await;
+    let cursor = agon_projections::Cursor {
+        txid: 0,
+        position: 0,
+    };
+    store
+        .log
+        .save_checkpoint(&agon::projection::checkpoint_name("debates"), cursor)
+        .await
+        .unwrap();
+    let reset = agon::projection::reset_changed(&store.log).await.unwrap();
+    assert_eq!(reset, ["debates"]);
 }
