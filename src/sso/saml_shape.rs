@@ -3,7 +3,7 @@
 //!
 //! - A document type declaration is refused (entity expansion, XXE).
 //! - No signature at all is refused here, by name, before the check that
-//!   every signature verifies.
+//!   every signature verifies; nor a SHA-1 signature or digest.
 //! - Exactly one `Assertion`, in the clear: a second one is how signature
 //!   wrapping smuggles an unsigned assertion beside a signed one.
 //! - No comment inside the assertion: canonicalization drops comments, so
@@ -28,6 +28,8 @@ pub enum ShapeError {
     Comment,
     #[error("the response is unsigned")]
     Unsigned,
+    #[error("the signature uses SHA-1, which can be forged")]
+    WeakAlgorithm,
 }
 
 /// Refuses a response whose shape carries a known attack.
@@ -45,6 +47,9 @@ pub fn inspect(xml: &str) -> Result<(), ShapeError> {
                 if element.local_name().as_ref() == b"EncryptedAssertion" =>
             {
                 return Err(ShapeError::Encrypted);
+            }
+            Event::Start(element) | Event::Empty(element) if weak(&element) => {
+                return Err(ShapeError::WeakAlgorithm);
             }
             Event::Start(element) => {
                 let name = element.local_name();
@@ -71,6 +76,18 @@ pub fn inspect(xml: &str) -> Result<(), ShapeError> {
     } else {
         Ok(())
     }
+}
+
+/// A `SignatureMethod` or `DigestMethod` naming SHA-1.
+fn weak(element: &quick_xml::events::BytesStart<'_>) -> bool {
+    matches!(
+        element.local_name().as_ref(),
+        b"SignatureMethod" | b"DigestMethod"
+    ) && element
+        .try_get_attribute("Algorithm")
+        .ok()
+        .flatten()
+        .is_some_and(|algorithm| algorithm.value.ends_with(b"sha1"))
 }
 
 /// Refuses a document type declaration in any message we read.
@@ -119,6 +136,15 @@ mod tests {
         let end = ONE.find("</ds:Signature>").unwrap() + "</ds:Signature>".len();
         let unsigned = format!("{}{}", &ONE[..start], &ONE[end..]);
         assert_eq!(inspect(&unsigned), Err(ShapeError::Unsigned));
+    }
+
+    #[test]
+    fn sha1_is_refused() {
+        let sha1 = ONE.replace(
+            "<ds:SignatureValue>",
+            "<ds:SignedInfo><ds:SignatureMethod Algorithm=\"http://www.w3.org/2000/09/xmldsig#rsa-sha1\"/></ds:SignedInfo><ds:SignatureValue>",
+        );
+        assert_eq!(inspect(&sha1), Err(ShapeError::WeakAlgorithm));
     }
 
     #[test]

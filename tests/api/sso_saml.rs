@@ -187,6 +187,8 @@ async fn every_known_attack_on_the_response_is_refused() {
             "wrong_cert",
             "does not verify with the identity provider's certificate",
         ),
+        ("sha1", "SHA-1"),
+        ("doctype", "document type declaration"),
         ("wrapped", "signature wrapping"),
         ("wrapped_inside", "signature wrapping"),
         ("comment", "comment"),

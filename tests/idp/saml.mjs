@@ -39,14 +39,14 @@ const accounts = {
 samlify.setSchemaValidator({ validate: () => Promise.resolve('skipped') });
 
 // It wants signed requests when the service says it signs them.
-function provider(name, wantSigned) {
+function provider(name, wantSigned, algorithm = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256') {
   return samlify.IdentityProvider({
     entityID,
     wantAuthnRequestsSigned: wantSigned,
     privateKey: readFileSync(`${keys}/${name}.key`),
     signingCert: readFileSync(`${keys}/${name}.pem`),
     nameIDFormat: [EMAIL],
-    requestSignatureAlgorithm: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+    requestSignatureAlgorithm: algorithm,
     singleSignOnService: [{ Binding: REDIRECT, Location: `${base}/sso` }],
     singleLogoutService: [{ Binding: REDIRECT, Location: `${base}/slo` }],
   });
@@ -54,6 +54,8 @@ function provider(name, wantSigned) {
 
 let idp = provider('idp', false);
 let stranger = provider('stranger', false);
+// The right key, a broken digest: SHA-1 signatures can be forged.
+let sha1 = provider('idp', false, 'http://www.w3.org/2000/09/xmldsig#rsa-sha1');
 let sp = null;
 // The same service, to send it a logout request unsigned.
 let unsignedSp = null;
@@ -122,7 +124,7 @@ async function signedResponse(requestId, login, relayState) {
   const acs = sp.entityMeta.getAssertionConsumerService('post');
   const audience = sp.entityMeta.getEntityID();
   const xml = response({ requestId, login, acs, audience });
-  const signer = mode === 'wrong_cert' ? stranger : idp;
+  const signer = { wrong_cert: stranger, sha1 }[mode] || idp;
   const made = await signer.createLoginResponse(sp, { extract: { request: { id: requestId } } }, 'post',
     { email: login }, { customTagReplacement: () => ({ id: id(), context: xml }), relayState });
   let out = Buffer.from(made.context, 'base64').toString('utf8');
@@ -130,6 +132,10 @@ async function signedResponse(requestId, login, relayState) {
     out = out.replace(/<ds:Signature[\s\S]*?<\/ds:Signature>/g, '');
   } else if (mode === 'wrapped' || mode === 'wrapped_inside') {
     out = wrap(out, mode === 'wrapped_inside');
+  } else if (mode === 'doctype') {
+    // An entity declaration ahead of a validly signed response (XXE,
+    // entity expansion).
+    out = out.replace(/^(<\?xml[^>]*\?>)?/, '$1<!DOCTYPE r [<!ENTITY who "alice@acme.test">]>');
   }
   return { acs, samlResponse: Buffer.from(out, 'utf8').toString('base64') };
 }
@@ -156,6 +162,7 @@ const server = http.createServer(async (req, res) => {
       unsignedSp = samlify.ServiceProvider({ metadata });
       idp = provider('idp', sp.entityMeta.isAuthnRequestSigned());
       stranger = provider('stranger', sp.entityMeta.isAuthnRequestSigned());
+      sha1 = provider('idp', sp.entityMeta.isAuthnRequestSigned(), 'http://www.w3.org/2000/09/xmldsig#rsa-sha1');
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     } else if (req.method === 'GET' && url.pathname === '/__logouts') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(logouts));

@@ -95,8 +95,9 @@ impl SamlIdp {
     }
 
     /// Makes the provider attack or misbehave (`unsigned`, `wrong_cert`,
-    /// `wrapped`, `wrapped_inside`, `comment`, `replay_id`, `expired`,
-    /// `wrong_audience`, `no_audience`) or behave (`normal`).
+    /// `sha1`, `wrapped`, `wrapped_inside`, `comment`, `doctype`,
+    /// `replay_id`, `expired`, `wrong_audience`, `no_audience`) or behave
+    /// (`normal`).
     pub async fn mode(&self, mode: &str) {
         self.post("/__mode", &[("mode", mode)]).await;
     }
