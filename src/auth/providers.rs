@@ -263,16 +263,23 @@ impl Auth {
             return Ok(0);
         };
         let user_id = account.user_id.as_str();
+        let mut ended = Vec::new();
         for session_id in account.sessions.keys() {
             let end = AccountCommand::EndSession {
                 session_id: session_id.clone(),
                 reason: agon_aggregates::account::RevokeReason::Logout,
                 at: self.clock().now(),
             };
-            let (_, events) = self.command(user_id, end, user_id).await?;
-            self.await_revocations(&events).await?;
+            match self.command(user_id, end, user_id).await {
+                Ok((_, events)) => ended.extend(events),
+                // Ended meanwhile (signed out, expired, evicted): as wanted.
+                Err(AuthError::InvalidToken) => {}
+                Err(e) => return Err(e),
+            }
         }
-        Ok(account.sessions.len())
+        // One wait, for the last: the read model applies them in order.
+        self.await_revocations(&ended).await?;
+        Ok(ended.len())
     }
 
     async fn claim(&self, identity: &ProviderIdentity, user_id: &str) -> Result<(), AuthError> {

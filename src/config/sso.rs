@@ -59,6 +59,9 @@ pub struct SamlSettings {
     /// `SERVICE_SSO_CLOCK_SKEW_SECONDS`: the leeway on time conditions.
     /// Default 60.
     pub clock_skew: Duration,
+    /// `SERVICE_SSO_SAML_MAX_MESSAGE_BYTES`: the most a deflated message
+    /// on the redirect binding (a logout request) may inflate to. Default 65536.
+    pub max_message_bytes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -317,6 +320,12 @@ fn read_saml<F: Fn(&str) -> Option<String>>(
             600,
             60,
         )?),
+        max_message_bytes: vars.within(
+            "SERVICE_SSO_SAML_MAX_MESSAGE_BYTES",
+            1_024,
+            16_777_216,
+            65_536,
+        )?,
     })
 }
 

@@ -308,6 +308,7 @@ fn saml_settings_read_the_files_named_and_refuse_half_a_key_pair() {
     assert_eq!(read.slo_url, "http://localhost:8080/auth/sso/logout");
     assert!(read.sp_signing.is_none() && read.idp_slo_url.is_none());
     assert_eq!(read.clock_skew.as_secs(), 60);
+    assert_eq!(read.max_message_bytes, 65_536);
 
     let mut signed = saml.to_vec();
     signed.extend([

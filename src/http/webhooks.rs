@@ -5,9 +5,8 @@
 //! take an OAuth 2.0 access token only, not an API key (§9 rule 5).
 
 use axum::Json;
-use axum::extract::{FromRequestParts, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -19,7 +18,6 @@ use super::debates::{page_limit, page_offset};
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::routes::{RouteSpec, Routes};
-use crate::auth::Caller;
 use crate::webhooks::{Changes, DeliveryRow, SubscriptionRow, Webhooks, WebhooksError, WithSecret};
 use crate::webhooks::{sign, url_form};
 use agon_aggregates::webhook::WEBHOOK_EVENTS;
@@ -79,19 +77,6 @@ pub fn fit_schema(doc: &mut Value, url_max_chars: usize, description_max_chars: 
         if let Some(secret) = fields.get_mut("secret") {
             secret["pattern"] = json!(sign::SECRET_PATTERN);
         }
-    }
-}
-
-/// An account holder who may configure webhooks (under v2 only with an
-/// OAuth 2.0 access token: the routes say `oauth_under_v2`, §9 rule 5).
-pub struct Configurer(Caller);
-
-impl<S: Send + Sync> FromRequestParts<S> for Configurer {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let AccountHolder(caller) = AccountHolder::from_request_parts(parts, state).await?;
-        Ok(Configurer(caller))
     }
 }
 
@@ -198,7 +183,7 @@ pub struct CreateWebhook {
     responses((status = 201, body = WebhookWithSecret), (status = 422, description = "Bad url, events or secret")))]
 async fn create_webhook(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiJson(body): ApiJson<CreateWebhook>,
 ) -> Result<(StatusCode, Json<WebhookWithSecret>), ApiError> {
     let created = webhooks
@@ -238,7 +223,7 @@ pub struct WebhookList {
     responses((status = 200, body = WebhookList)))]
 async fn list_webhooks(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<WebhookList>, ApiError> {
     let limit = page_limit(query.limit)?;
@@ -267,7 +252,7 @@ pub struct EventNames {
 /// The event names a subscription may ask for.
 #[utoipa::path(get, path = "/api/webhooks/events", tag = "webhooks",
     responses((status = 200, body = EventNames)))]
-async fn webhook_event_names(_configurer: Configurer) -> Json<EventNames> {
+async fn webhook_event_names(_holder: AccountHolder) -> Json<EventNames> {
     Json(EventNames {
         events: WEBHOOK_EVENTS.iter().map(|e| (*e).to_owned()).collect(),
     })
@@ -277,7 +262,7 @@ async fn webhook_event_names(_configurer: Configurer) -> Json<EventNames> {
     responses((status = 200, body = WebhookView), (status = 404, description = "No such webhook of the caller's")))]
 async fn read_webhook(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<WebhookView>, ApiError> {
     Ok(Json(webhooks.get(&caller.user_id, &id).await?.into()))
@@ -299,7 +284,7 @@ pub struct UpdateWebhook {
     responses((status = 200, body = WebhookView), (status = 404, description = "No such webhook of the caller's")))]
 async fn update_webhook(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<UpdateWebhook>,
 ) -> Result<Json<WebhookView>, ApiError> {
@@ -325,7 +310,7 @@ pub struct Deleted {
     responses((status = 200, body = Deleted), (status = 404, description = "No such webhook of the caller's")))]
 async fn delete_webhook(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Deleted>, ApiError> {
     webhooks.delete(&caller.user_id, &id).await?;
@@ -338,7 +323,7 @@ async fn delete_webhook(
     responses((status = 200, body = WebhookWithSecret), (status = 404, description = "No such webhook of the caller's")))]
 async fn rotate_webhook_secret(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<WebhookWithSecret>, ApiError> {
     Ok(Json(
@@ -395,7 +380,7 @@ impl From<DeliveryRow> for DeliveryView {
     responses((status = 200, body = DeliveryView), (status = 404, description = "No such webhook of the caller's")))]
 async fn test_webhook(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<DeliveryView>, ApiError> {
     Ok(Json(webhooks.ping(&caller.user_id, &id).await?.into()))
@@ -425,7 +410,7 @@ pub struct DeliveryList {
     responses((status = 200, body = DeliveryList), (status = 404, description = "No such webhook of the caller's")))]
 async fn list_webhook_deliveries(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<DeliveryList>, ApiError> {
@@ -448,7 +433,7 @@ async fn list_webhook_deliveries(
     responses((status = 202, body = DeliveryView), (status = 404, description = "No such webhook or delivery")))]
 async fn redeliver_webhook(
     State(webhooks): State<Webhooks>,
-    Configurer(caller): Configurer,
+    AccountHolder(caller): AccountHolder,
     ApiPath((id, delivery_id)): ApiPath<(String, String)>,
 ) -> Result<(StatusCode, Json<DeliveryView>), ApiError> {
     let row = webhooks

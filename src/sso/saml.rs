@@ -335,8 +335,11 @@ impl Provider {
                 "the signature does not verify with the identity provider's certificate",
             ));
         }
-        let xml = inflate(&decoded("SAMLRequest").unwrap_or_default())
-            .ok_or_else(|| refused("SAMLRequest is not deflated base64"))?;
+        let xml = inflate(
+            &decoded("SAMLRequest").unwrap_or_default(),
+            self.settings.max_message_bytes,
+        )
+        .ok_or_else(|| refused("SAMLRequest is not deflated base64"))?;
         no_document_type(&xml).map_err(|e| refused(&e.to_string()))?;
         let request = LogoutRequest::from_str(&xml).map_err(|_| refused("not a LogoutRequest"))?;
         let issuer = request.issuer.as_ref().and_then(|i| i.value.as_deref());
@@ -421,14 +424,38 @@ fn now_text() -> String {
     Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The text of a deflated, base64 redirect-binding message (at most 64 KiB).
-fn inflate(encoded: &str) -> Option<String> {
+/// The text of a deflated, base64 redirect-binding message, if it inflates
+/// to at most `limit` bytes.
+fn inflate(encoded: &str, limit: u64) -> Option<String> {
     let compact: String = encoded.split_ascii_whitespace().collect();
     let bytes = STANDARD.decode(compact).ok()?;
     let mut text = String::new();
     flate2::read::DeflateDecoder::new(bytes.as_slice())
-        .take(65_536)
+        .take(limit.saturating_add(1))
         .read_to_string(&mut text)
         .ok()?;
-    Some(text)
+    (text.len() as u64 <= limit).then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deflated(text: &str) -> String {
+        let mut out = Vec::new();
+        let mut encoder = flate2::write::DeflateEncoder::new(&mut out, flate2::Compression::best());
+        encoder.write_all(text.as_bytes()).unwrap();
+        encoder.finish().unwrap();
+        STANDARD.encode(out)
+    }
+
+    #[test]
+    fn a_message_inflates_only_up_to_the_limit() {
+        let message = "x".repeat(2_000);
+        let encoded = deflated(&message);
+        assert!(encoded.len() < 100, "it compresses well");
+        assert_eq!(inflate(&encoded, 2_000).as_deref(), Some(message.as_str()));
+        assert_eq!(inflate(&encoded, 1_999), None);
+        assert_eq!(inflate("not base64!", 2_000), None);
+    }
 }
