@@ -19,6 +19,13 @@
 //! `ops/bench/run.sh`) bounds what can be opened, and the figure says how
 //! many were.
 //!
+//! The clients read with a 4 KiB buffer, as the service does
+//! (`SERVICE_WS_READ_BUFFER_BYTES`): tungstenite's default of 128 KiB
+//! zero-fills the whole buffer on every read, so a thousand clients in this
+//! process spent more of the two cores clearing memory than the service
+//! spent pushing (a third of all samples in a profile), and both figures
+//! measured that.
+//!
 //! `AGON_BENCH_WS_SAMPLES` (default 200) samples with one subscriber, a
 //! tenth as many with 1 000.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -26,13 +33,16 @@
 #[path = "service.rs"]
 mod service;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use service::{Service, TOKEN};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 const VARS: [(&str, &str); 12] = [
     ("SERVICE_RATE_LIMIT", "60000000"),
@@ -48,6 +58,20 @@ const VARS: [(&str, &str); 12] = [
     ("SERVICE_SEAL_INTERVAL_SECONDS", "3600"),
     ("SERVICE_CONSUMER_RETRY_ATTEMPTS", "5"),
 ];
+
+/// The read buffer of every socket here, client or bare server: the
+/// service's default (see the module's comment).
+fn config() -> Option<WebSocketConfig> {
+    Some(WebSocketConfig::default().read_buffer_size(4 * 1024))
+}
+
+type Client =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(url: &str) -> Result<Client, tokio_tungstenite::tungstenite::Error> {
+    let (socket, _) = tokio_tungstenite::connect_async_with_config(url, config(), true).await?;
+    Ok(socket)
+}
 
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -86,7 +110,6 @@ fn debate(id: &str) -> [cqrs_es::persist::SerializedEvent; 2] {
     ]
 }
 
-/// The sample a frame belongs to: `...-<n>` of its debate id.
 /// The sample a frame belongs to, from its debate id, found by a scan
 /// rather than a parse: the clients share the machine with the service,
 /// and a thousand JSON parses per sample would be timed as its latency (the
@@ -98,61 +121,76 @@ fn sample_of(text: &str) -> Option<usize> {
     id.rsplit('-').next()?.parse().ok()
 }
 
-/// Connects `n` clients to `url`; each reports (sample, arrival) of the
-/// first frame of each sample it reads, and answers pings, until the socket
+/// Where the clients note their first frame of the sample under way: a
+/// slot each, and one wake of the collector when the last has noted it. (A
+/// channel message per frame woke the collector's thread up to a thousand
+/// times a sample, on the cores the service shares, in both figures.)
+struct Arrivals {
+    base: Instant,
+    sample: AtomicUsize,
+    /// Nanoseconds after `base`, one per client.
+    times: Vec<AtomicU64>,
+    got: AtomicUsize,
+    all: Notify,
+}
+
+/// Connects `n` clients to `url`; each notes the arrival of the first
+/// frame of each sample it reads, and answers pings, until the socket
 /// closes.
-async fn clients(url: &str, n: usize) -> mpsc::UnboundedReceiver<(usize, Instant)> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    for _ in 0..n {
-        let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-        let tx = tx.clone();
+async fn clients(url: &str, n: usize) -> Arc<Arrivals> {
+    let arrivals = Arc::new(Arrivals {
+        base: Instant::now(),
+        sample: AtomicUsize::new(usize::MAX),
+        times: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        got: AtomicUsize::new(0),
+        all: Notify::new(),
+    });
+    for k in 0..n {
+        let mut socket = connect(url).await.unwrap();
+        let arrivals = arrivals.clone();
         tokio::spawn(async move {
             let mut last = None;
             while let Some(Ok(message)) = socket.next().await {
                 if let Message::Text(text) = message
                     && let Some(sample) = sample_of(&text)
                     && last.replace(sample) != Some(sample)
+                    && sample == arrivals.sample.load(Ordering::Acquire)
                 {
-                    // Gone when its run has ended.
-                    if tx.send((sample, Instant::now())).is_err() {
-                        return;
+                    let at = arrivals.base.elapsed().as_nanos() as u64;
+                    arrivals.times[k].store(at, Ordering::Release);
+                    if arrivals.got.fetch_add(1, Ordering::AcqRel) + 1 == n {
+                        arrivals.all.notify_one();
                     }
                 }
             }
         });
     }
-    rx
+    arrivals
 }
 
 /// Runs `samples` rounds: `start(i)` begins sample `i` and returns the
 /// moment it counts from; collects every subscriber's arrival of it.
-async fn rounds<F, Fut>(
-    arrivals: &mut mpsc::UnboundedReceiver<(usize, Instant)>,
-    subscribers: usize,
-    samples: usize,
-    mut start: F,
-) -> Vec<Duration>
+async fn rounds<F, Fut>(arrivals: &Arrivals, samples: usize, mut start: F) -> Vec<Duration>
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = Instant>,
 {
-    let mut times = Vec::with_capacity(subscribers * samples);
+    let mut times = Vec::with_capacity(arrivals.times.len() * samples);
     // Three rounds of warm-up, not counted.
     for i in 0..samples + 3 {
+        arrivals.got.store(0, Ordering::Release);
+        arrivals.sample.store(i, Ordering::Release);
         let from = start(i).await;
-        let mut got = 0;
-        while got < subscribers {
-            let (sample, at) = tokio::time::timeout(Duration::from_secs(30), arrivals.recv())
-                .await
-                .expect("a frame within 30 s")
-                .unwrap();
-            if sample != i {
-                continue;
-            }
-            got += 1;
-            if i >= 3 {
-                times.push(at.saturating_duration_since(from));
-            }
+        tokio::time::timeout(Duration::from_secs(30), arrivals.all.notified())
+            .await
+            .expect("every subscriber's frame within 30 s");
+        if i >= 3 {
+            let from = from.saturating_duration_since(arrivals.base);
+            times.extend(
+                arrivals.times.iter().map(|at| {
+                    Duration::from_nanos(at.load(Ordering::Acquire)).saturating_sub(from)
+                }),
+            );
         }
     }
     times
@@ -180,10 +218,10 @@ async fn service_latency(
         "{}/ws?token={TOKEN}&all=true",
         service.base.replacen("http", "ws", 1)
     );
-    let mut arrivals = clients(&url, subscribers).await;
+    let arrivals = clients(&url, subscribers).await;
     let log = service.log.clone();
     let run: String = run.chars().filter(char::is_ascii_alphanumeric).collect();
-    rounds(&mut arrivals, subscribers, samples, |i| {
+    rounds(&arrivals, samples, |i| {
         let log = log.clone();
         let id = format!("bench_{run}_{subscribers}-{i}");
         async move {
@@ -205,7 +243,10 @@ async fn baseline_latency(subscribers: usize, samples: usize) -> Vec<Duration> {
             let (stream, _) = listener.accept().await.unwrap();
             let mut frames = sender.subscribe();
             tokio::spawn(async move {
-                let mut socket = tokio_tungstenite::accept_async(stream).await.unwrap();
+                let _ = stream.set_nodelay(true);
+                let mut socket = tokio_tungstenite::accept_async_with_config(stream, config())
+                    .await
+                    .unwrap();
                 while let Ok(frame) = frames.recv().await {
                     if socket.send(Message::text(frame)).await.is_err() {
                         return;
@@ -214,11 +255,11 @@ async fn baseline_latency(subscribers: usize, samples: usize) -> Vec<Duration> {
             });
         }
     });
-    let mut arrivals = clients(&url, subscribers).await;
+    let arrivals = clients(&url, subscribers).await;
     while broadcast.receiver_count() < subscribers {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    rounds(&mut arrivals, subscribers, samples, |i| {
+    rounds(&arrivals, samples, |i| {
         // The shape and size of the service's frame.
         let id = format!("bench_baseline_{subscribers}-{i}");
         let frame = json!({"type": "debate_end", "data": {"consensus_reached": false,
@@ -277,8 +318,8 @@ fn free_port() -> u16 {
 /// many are open. Each is read in a task of its own (pings answered).
 async fn open(url: &str, count: usize, open: &mut usize) -> Option<String> {
     while *open < count {
-        match tokio_tungstenite::connect_async(url).await {
-            Ok((mut socket, _)) => {
+        match connect(url).await {
+            Ok(mut socket) => {
                 tokio::spawn(async move { while let Some(Ok(_)) = socket.next().await {} });
                 *open += 1;
             }
