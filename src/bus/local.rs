@@ -17,15 +17,14 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Consumer, ConsumerError, Delivery, Resync, RetryPolicy, after_checkpoint, pause, to_records,
+    Consumer, ConsumerError, Delivery, EAGER_POLL, Resync, RetryPolicy, after_checkpoint, pause,
+    to_records,
 };
 use crate::store::{Backend, EventLog};
 
 const PAGE: i64 = 1_000;
 const BROADCAST_CAPACITY: usize = 1_024;
 const RETRY_DELAY: Duration = Duration::from_millis(500);
-/// The relay's first look again after a local commit it could not read yet.
-const EAGER_POLL: Duration = Duration::from_millis(5);
 /// At most this many events go to a consumer in one call when batches queue up.
 const COALESCE_LIMIT: usize = 2_000;
 

@@ -24,7 +24,7 @@ use agon_projections::Cursor;
 use async_nats::jetstream::{self, stream};
 use tokio_util::sync::CancellationToken;
 
-use super::{BusError, Consumer, Delivery, Resync, pause, to_records};
+use super::{BusError, Consumer, Delivery, EAGER_POLL, Resync, pause, to_records};
 use crate::config::Settings;
 use crate::store::EventLog;
 
@@ -35,8 +35,6 @@ pub const RELAY_CHECKPOINT: &str = "relay.nats";
 const PAGE: i64 = 1_000;
 const BATCH: usize = 500;
 const RETRY_DELAY: Duration = Duration::from_millis(500);
-/// The relay's first look again after a local commit it could not read yet.
-const EAGER_POLL: Duration = Duration::from_millis(5);
 /// How long the start waits for a first connection to NATS.
 const FIRST_CONNECT_WAIT: Duration = Duration::from_secs(2);
 /// Longer than any relay outage we expect to resend across.

@@ -12,16 +12,13 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::super::{Consumer, ConsumerError, to_records};
+use super::super::{Consumer, ConsumerError, EAGER_POLL, to_records};
 use super::{NatsBus, PAGE};
 use crate::store::EventLog;
 
 /// How often the feed is read while nothing of this process woke the
 /// consumer (other replicas' commits).
 const FEED_POLL: Duration = Duration::from_millis(100);
-/// The first look again after a local commit the feed did not show yet
-/// (on PostgreSQL it waits for older transactions still in flight).
-const EAGER_POLL: Duration = Duration::from_millis(5);
 /// How often an idle consumer looks whether the server is back.
 const CONNECTION_CHECK: Duration = Duration::from_millis(50);
 

@@ -133,13 +133,18 @@ async fn read(
     let Some(mut deltas) = session.take_deltas() else {
         return INTERNAL;
     };
+    // Made once: a fresh wait per round would register and unregister
+    // with each token every round.
+    let closing = push.closing().cancelled();
+    let stop = shared.stop.cancelled();
+    tokio::pin!(closing, stop);
     loop {
         // Biased: a call's deltas are handed over before the batch that
         // records its answer, which they precede.
         let handled = tokio::select! {
             biased;
-            () = push.closing().cancelled() => return GOING_AWAY,
-            () = shared.stop.cancelled() => return NORMAL,
+            () = &mut closing => return GOING_AWAY,
+            () = &mut stop => return NORMAL,
             message = stream.next() => match message {
                 Some(Ok(Message::Text(text))) => session.message(text.as_str(), out).await,
                 Some(Ok(Message::Pong(_))) => {
