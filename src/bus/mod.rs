@@ -23,16 +23,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::{EventLog, StoreError};
 
+pub use delivery::{BoxError, ConsumerError, Delivery, RetryPolicy, Stall};
+pub use ephemeral::Ephemeral;
+pub use local::LocalBus;
+pub use nats::{Identity, NatsBus};
+
 /// The first look again after a local commit the feed did not show yet: on
 /// PostgreSQL a read hides commits newer than the oldest transaction still
 /// open, which is usually another writer finishing within a millisecond or
 /// two. Doubled on each empty look, up to the idle poll.
 const EAGER_POLL: std::time::Duration = std::time::Duration::from_millis(1);
-
-pub use delivery::{BoxError, ConsumerError, Delivery, RetryPolicy, Stall};
-pub use ephemeral::Ephemeral;
-pub use local::LocalBus;
-pub use nats::{Identity, NatsBus};
 
 #[derive(Debug, Error)]
 pub enum BusError {
