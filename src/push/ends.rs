@@ -64,7 +64,8 @@ pub struct Ends {
     next: AtomicU64,
 }
 
-/// A socket's registration: `ended` fires when its credential ends.
+/// A socket's registration: `ended` fires when its credential ends, or
+/// when its parent (the push's closing token) fires.
 #[derive(Debug)]
 pub struct Registration {
     id: u64,
@@ -77,15 +78,16 @@ impl Ends {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a socket of `caller`; `None` when its credential already ended.
-    pub fn register(&self, caller: &Caller) -> Option<Registration> {
+    /// Registers a socket of `caller`, its token a child of `parent`; `None`
+    /// when its credential already ended.
+    pub fn register(&self, caller: &Caller, parent: &CancellationToken) -> Option<Registration> {
         let names = names(caller);
         let mut state = self.state();
         if names.iter().any(|name| state.ended.contains(name)) {
             return None;
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let ended = CancellationToken::new();
+        let ended = parent.child_token();
         for name in &names {
             state
                 .holders

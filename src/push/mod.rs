@@ -11,6 +11,7 @@
 pub mod ends;
 pub mod frames;
 pub mod hub;
+pub mod live;
 pub mod session;
 
 use std::collections::HashMap;
@@ -254,7 +255,11 @@ impl Push {
     /// key ends or the user is disabled.
     pub fn admit(&self, caller: &Caller, cap: u32) -> Result<Slot, PushError> {
         let user = caller.user_id.as_str();
-        let registration = self.0.ends.register(caller).ok_or(PushError::Ended)?;
+        let registration = self
+            .0
+            .ends
+            .register(caller, &self.0.closing)
+            .ok_or(PushError::Ended)?;
         {
             let mut users = self.0.users.lock().unwrap_or_else(PoisonError::into_inner);
             let open = users.entry(user.to_owned()).or_insert(0);
@@ -353,7 +358,8 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Fires when the caller's credential ends: the socket closes (4401).
+    /// Fires when the caller's credential ends (the socket closes, 4401),
+    /// and, as a child of [`Push::closing`], when the service stops (1001).
     pub fn ended(&self) -> &CancellationToken {
         &self.registration.ended
     }

@@ -16,10 +16,12 @@ use agon_projections::Cursor;
 use agon_projections::debates::DEBATE_AGGREGATE;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc};
 
 use super::frames::{EVENT_KINDS, Frame, Track, control};
 use super::hub::{LiveBatch, Tracks, decode};
+use super::live::Live;
 use super::{Push, PushError};
 use crate::auth::Caller;
 use crate::bus::to_records;
@@ -93,34 +95,19 @@ enum ClientMessage {
 pub struct Session {
     push: Push,
     caller: Caller,
+    /// The caller is an admin, who may read every debate (as over REST):
+    /// asked once, since a socket's caller does not change, rather than
+    /// once per debate per socket.
+    admin: bool,
     all: bool,
     debates: HashSet<String>,
     kinds: Option<HashSet<String>>,
     visible: HashMap<String, bool>,
     last: Cursor,
-    receiver: broadcast::Receiver<Arc<LiveBatch>>,
     /// Until the socket loop takes it.
-    deltas: Option<Deltas>,
+    live: Option<Live>,
     /// The HTML mode's form of the frames.
     render: Option<Box<dyn super::Render>>,
-}
-
-/// The live delta frames of this replica, for one socket.
-#[derive(Debug)]
-pub struct Deltas(broadcast::Receiver<Arc<Frame>>, Push);
-
-impl Deltas {
-    /// The next delta frame (cancel-safe); `None` once the hub is gone.
-    /// Pieces lost to a full ring are skipped (and counted).
-    pub async fn next(&mut self) -> Option<Arc<Frame>> {
-        loop {
-            match self.0.recv().await {
-                Ok(frame) => return Some(frame),
-                Err(broadcast::error::RecvError::Lagged(lost)) => self.1.dropped_deltas(lost),
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
-        }
-    }
 }
 
 /// A place in the live stream, taken when the upgrade is accepted: a client
@@ -162,14 +149,14 @@ impl Session {
         } = listening;
         let mut session = Self {
             push: push.clone(),
+            admin: caller.is_admin(),
             caller,
             all: false,
             debates: HashSet::new(),
             kinds: None,
             visible: HashMap::new(),
             last: head,
-            receiver,
-            deltas: Some(Deltas(deltas, push.clone())),
+            live: Some(Live::new(receiver, deltas, push.clone())),
             render: None,
         };
         if let Some(kinds) = start.kinds
@@ -212,15 +199,10 @@ impl Session {
         Ok(session)
     }
 
-    /// The next live batch (cancel-safe: the socket loop selects on it).
-    pub async fn recv(&mut self) -> Result<Arc<LiveBatch>, broadcast::error::RecvError> {
-        self.receiver.recv().await
-    }
-
-    /// Deals with what [`Self::recv`] returned.
+    /// Deals with what [`Live::batches`] gave.
     pub async fn live(
         &mut self,
-        received: Result<Arc<LiveBatch>, broadcast::error::RecvError>,
+        received: Result<Arc<LiveBatch>, RecvError>,
         out: &Outbox,
     ) -> Result<(), PushError> {
         match received {
@@ -235,18 +217,18 @@ impl Session {
             }
             // The receiver fell behind the ring: read what it missed.
             Ok(batch) => self.catch_up(self.last, batch.to, out).await,
-            Err(broadcast::error::RecvError::Lagged(_)) => {
+            Err(RecvError::Lagged(_)) => {
                 let head = self.push.0.hub.cursor();
                 self.catch_up(self.last, head, out).await
             }
-            Err(broadcast::error::RecvError::Closed) => Err(PushError::Gone),
+            Err(RecvError::Closed) => Err(PushError::Gone),
         }
     }
 
-    /// The session's delta frames, for the socket loop to wait on beside
-    /// [`Self::recv`] (once; `None` after).
-    pub fn take_deltas(&mut self) -> Option<Deltas> {
-        self.deltas.take()
+    /// The session's live streams, for the socket loop to wait on (once;
+    /// `None` after).
+    pub fn take_live(&mut self) -> Option<Live> {
+        self.live.take()
     }
 
     /// Sends a delta frame if the session wants it, the caller may read its
@@ -467,6 +449,9 @@ impl Session {
     }
 
     async fn may_read(&mut self, frame: &Frame) -> Result<bool, PushError> {
+        if self.admin {
+            return Ok(true);
+        }
         if let Some(known) = self.visible.get(&frame.debate_id) {
             return Ok(*known);
         }

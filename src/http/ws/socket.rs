@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Caller;
 use crate::push::frames::control;
+use crate::push::live::Live;
 use crate::push::{Listening, Outbox, Push, PushError, Session, Slot, Start};
 
 pub const NORMAL: u16 = 1000;
@@ -40,8 +41,13 @@ struct Shared {
     alive: AtomicBool,
     /// The close code to send (0: none chosen yet).
     code: AtomicU16,
-    /// Ends the writer (after which it sends the close frame).
+    /// Ends the reader and the writer (after which it sends the close
+    /// frame). A child of the slot's `ended`, itself a child of the push's
+    /// `closing`: both end it, and each wake of the socket looks at this
+    /// token alone (a look takes its lock; `closing` is every socket's).
     stop: CancellationToken,
+    ended: CancellationToken,
+    closing: CancellationToken,
 }
 
 impl Shared {
@@ -50,6 +56,18 @@ impl Shared {
             .code
             .compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
         self.stop.cancel();
+    }
+
+    /// The close code: the one chosen, else why `stop` fired without one.
+    fn code(&self) -> u16 {
+        match self.code.load(Ordering::Acquire) {
+            0 if !self.stop.is_cancelled() => NORMAL,
+            // `ended` fires with `closing` (its parent): ask `closing` first.
+            0 if self.closing.is_cancelled() => GOING_AWAY,
+            0 if self.ended.is_cancelled() => SESSION_ENDED,
+            0 => NORMAL,
+            code => code,
+        }
     }
 }
 
@@ -61,23 +79,20 @@ pub async fn serve(
     (start, listening): (Start, Listening),
     slot: Slot,
 ) {
-    let ended = slot.ended().clone();
-    let _slot = slot;
     let (sink, mut stream) = socket.split();
     let (out, queue) = Outbox::new(push.settings().send_buffer);
     let shared = Arc::new(Shared {
         alive: AtomicBool::new(true),
         code: AtomicU16::new(0),
-        stop: CancellationToken::new(),
+        stop: slot.ended().child_token(),
+        ended: slot.ended().clone(),
+        closing: push.closing().clone(),
     });
+    let _slot = slot;
     let writer = tokio::spawn(write(sink, queue, push.clone(), shared.clone()));
     match Session::open(&push, caller, start, listening, &out).await {
         Ok(mut session) => {
-            let code = tokio::select! {
-                biased;
-                () = ended.cancelled() => SESSION_ENDED,
-                code = read(&mut stream, &mut session, &push, &out, &shared) => code,
-            };
+            let code = read(&mut stream, &mut session, &push, &out, &shared).await;
             shared.close(code);
         }
         Err(error) => {
@@ -130,21 +145,23 @@ async fn read(
     out: &Outbox,
     shared: &Shared,
 ) -> u16 {
-    let Some(mut deltas) = session.take_deltas() else {
+    let Some(Live {
+        mut batches,
+        mut deltas,
+    }) = session.take_live()
+    else {
         return INTERNAL;
     };
     // Made once: a fresh wait per round would register and unregister
-    // with each token every round.
-    let closing = push.closing().cancelled();
+    // with the token every round.
     let stop = shared.stop.cancelled();
-    tokio::pin!(closing, stop);
+    tokio::pin!(stop);
     loop {
         // Biased: a call's deltas are handed over before the batch that
         // records its answer, which they precede.
         let handled = tokio::select! {
             biased;
-            () = &mut closing => return GOING_AWAY,
-            () = &mut stop => return NORMAL,
+            () = &mut stop => return shared.code(),
             message = stream.next() => match message {
                 Some(Ok(Message::Text(text))) => session.message(text.as_str(), out).await,
                 Some(Ok(Message::Pong(_))) => {
@@ -156,7 +173,7 @@ async fn read(
                 Some(Ok(Message::Close(_)) | Err(_)) | None => return NORMAL,
             },
             Some(frame) = deltas.next() => session.delta(&frame, out).await,
-            received = session.recv() => session.live(received, out).await,
+            Some(received) = batches.next() => session.live(received, out).await,
         };
         match handled {
             Ok(()) => {}
@@ -209,10 +226,7 @@ async fn write(
         () = frames => {}
         () = shared.stop.cancelled() => {}
     }
-    let code = match shared.code.load(Ordering::Acquire) {
-        0 => NORMAL,
-        code => code,
-    };
+    let code = shared.code();
     let reason = match code {
         SLOW_CONSUMER => "slow consumer",
         MISSED_HEARTBEAT => "missed heartbeat",

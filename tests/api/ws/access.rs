@@ -14,6 +14,8 @@ use crate::support::{Kind, TEST_TOKEN, on_both_backends};
 
 /// The close code the push sends when the caller's credential ended.
 const SESSION_ENDED: u16 = 4401;
+/// The close code the push sends when the service stops.
+const GOING_AWAY: u16 = 1001;
 
 on_both_backends! {
     ended_sessions_and_keys_close_sockets => ended_sessions_and_keys_close_sockets;
@@ -148,4 +150,15 @@ async fn a_ticket_from_one_replica_opens_a_socket_on_another_once() {
     assert_eq!(refused(on(&b.base)).await, 401);
     a.stop.cancel();
     b.stop.cancel();
+}
+
+/// A stopping service closes its sockets with 1001, not as though their
+/// credential ended (both end a socket through one token).
+#[tokio::test]
+async fn a_stopping_service_closes_sockets_as_going_away() {
+    let live = live(Kind::Sqlite, &[]).await;
+    let mut socket = connect(&format!("{}/ws?token={TEST_TOKEN}&all=true", live.ws)).await;
+    answers(&mut socket).await;
+    live.app.stop.cancel();
+    assert_eq!(close_code(&mut socket).await, GOING_AWAY);
 }
