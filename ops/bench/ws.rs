@@ -19,7 +19,7 @@
 //! `ops/bench/run.sh`) bounds what can be opened, and the figure says how
 //! many were.
 //!
-//! The clients read with a 4 KiB buffer, as the service does
+//! The clients read with a 2 KiB buffer, as the service does
 //! (`SERVICE_WS_READ_BUFFER_BYTES`): tungstenite's default of 128 KiB
 //! zero-fills the whole buffer on every read, so a thousand clients in this
 //! process spent more of the two cores clearing memory than the service
@@ -62,7 +62,7 @@ const VARS: [(&str, &str); 12] = [
 /// The read buffer of every socket here, client or bare server: the
 /// service's default (see the module's comment).
 fn config() -> Option<WebSocketConfig> {
-    Some(WebSocketConfig::default().read_buffer_size(4 * 1024))
+    Some(WebSocketConfig::default().read_buffer_size(2 * 1024))
 }
 
 type Client =

@@ -20,8 +20,9 @@ pub struct PushSettings {
     pub send_buffer: usize,
     /// `SERVICE_WS_READ_BUFFER_BYTES`: the buffer each socket reads into,
     /// allocated at the upgrade (larger messages still arrive whole; it
-    /// grows for them). Default 4096: an idle socket then costs a few KiB
-    /// rather than the WebSocket library's 128 KiB.
+    /// grows for them). Default 2048: an idle socket then costs a few KiB
+    /// rather than the WebSocket library's 128 KiB, and clients send small
+    /// messages.
     pub read_buffer: usize,
     /// `SERVICE_WS_MAX_CONNECTIONS_FREE` (1), `_PRO` (5, also the starter
     /// tier) and `_ENTERPRISE` (20): open sockets per user (spec §8.1).
@@ -56,9 +57,9 @@ impl PushSettings {
                 "SERVICE_WS_READ_BUFFER_BYTES",
                 1_024,
                 1 << 20,
-                4_096,
+                2_048,
             )?)
-            .unwrap_or(4_096),
+            .unwrap_or(2_048),
             max_connections: ConnectionCaps {
                 free: vars.within_u32("SERVICE_WS_MAX_CONNECTIONS_FREE", 1, 100_000, 1)?,
                 pro: vars.within_u32("SERVICE_WS_MAX_CONNECTIONS_PRO", 1, 100_000, 5)?,

@@ -216,10 +216,12 @@ impl Session {
                 Ok(())
             }
             // The receiver fell behind the ring: read what it missed.
-            Ok(batch) => self.catch_up(self.last, batch.to, out).await,
+            // Boxed here and below: the catch-up's state would otherwise
+            // be part of every socket's loop for its whole life.
+            Ok(batch) => Box::pin(self.catch_up(self.last, batch.to, out)).await,
             Err(RecvError::Lagged(_)) => {
                 let head = self.push.0.hub.cursor();
-                self.catch_up(self.last, head, out).await
+                Box::pin(self.catch_up(self.last, head, out)).await
             }
             Err(RecvError::Closed) => Err(PushError::Gone),
         }
@@ -455,16 +457,14 @@ impl Session {
         if let Some(known) = self.visible.get(&frame.debate_id) {
             return Ok(*known);
         }
-        let visible = self
-            .push
-            .0
-            .debates
-            .visible_to(
-                &self.caller,
-                frame.created_by.as_deref(),
-                frame.org_id.as_deref(),
-            )
-            .await?;
+        // Boxed: met once per debate, and its reads would otherwise size
+        // every socket's loop.
+        let visible = Box::pin(self.push.0.debates.visible_to(
+            &self.caller,
+            frame.created_by.as_deref(),
+            frame.org_id.as_deref(),
+        ))
+        .await?;
         if self.visible.len() >= MAX_VISIBLE {
             self.visible.clear();
         }

@@ -90,7 +90,10 @@ pub async fn serve(
     });
     let _slot = slot;
     let writer = tokio::spawn(write(sink, queue, push.clone(), shared.clone()));
-    match Session::open(&push, caller, start, listening, &out).await {
+    // Boxed: its catch-up's state would otherwise sit in the socket's own
+    // future for the socket's whole life (it was most of an idle socket's
+    // task).
+    match Box::pin(Session::open(&push, caller, start, listening, &out)).await {
         Ok(mut session) => {
             let code = read(&mut stream, &mut session, &push, &out, &shared).await;
             shared.close(code);
@@ -163,12 +166,14 @@ async fn read(
             biased;
             () = &mut stop => return shared.code(),
             message = stream.next() => match message {
-                Some(Ok(Message::Text(text))) => session.message(text.as_str(), out).await,
+                // Boxed: client messages are rare, and what they may do
+                // (subscribe, read the log) would otherwise size the loop.
+                Some(Ok(Message::Text(text))) => Box::pin(session.message(text.as_str(), out)).await,
                 Some(Ok(Message::Pong(_))) => {
                     shared.alive.store(true, Ordering::Release);
                     Ok(())
                 }
-                Some(Ok(Message::Binary(_))) => session.message("", out).await,
+                Some(Ok(Message::Binary(_))) => Box::pin(session.message("", out)).await,
                 Some(Ok(Message::Ping(_))) => Ok(()),
                 Some(Ok(Message::Close(_)) | Err(_)) | None => return NORMAL,
             },
