@@ -13,7 +13,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -93,12 +93,18 @@ impl Stream for Deltas {
     type Item = Arc<Frame>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // The task's budget, as the ring's own wait would have spent it: a
+        // flood of deltas must not keep the socket from its other branches.
+        let budget = ready!(tokio::task::coop::poll_proceed(cx));
         let sent = self.push.0.hub.deltas_sent();
         if self.waiting_at == Some(sent) {
             return Poll::Pending;
         }
         let polled = self.ring.poll_next_unpin(cx);
         self.waiting_at = polled.is_pending().then_some(sent);
+        if polled.is_ready() {
+            budget.made_progress();
+        }
         polled
     }
 }

@@ -161,10 +161,15 @@ async fn read(
     tokio::pin!(stop);
     loop {
         // Biased: a call's deltas are handed over before the batch that
-        // records its answer, which they precede.
+        // records its answer, which they precede. Each batch wakes every
+        // socket: looked at first, it is often all a wake polls before the
+        // round that finds nothing; the client and the stop token come
+        // after (each look takes a lock), and the task's budget still
+        // yields to them under a flood of batches.
         let handled = tokio::select! {
             biased;
-            () = &mut stop => return shared.code(),
+            Some(frame) = deltas.next() => session.delta(&frame, out).await,
+            Some(received) = batches.next() => session.live(received, out).await,
             message = stream.next() => match message {
                 // Boxed: client messages are rare, and what they may do
                 // (subscribe, read the log) would otherwise size the loop.
@@ -177,8 +182,7 @@ async fn read(
                 Some(Ok(Message::Ping(_))) => Ok(()),
                 Some(Ok(Message::Close(_)) | Err(_)) | None => return NORMAL,
             },
-            Some(frame) = deltas.next() => session.delta(&frame, out).await,
-            Some(received) = batches.next() => session.live(received, out).await,
+            () = &mut stop => return shared.code(),
         };
         match handled {
             Ok(()) => {}
