@@ -90,9 +90,8 @@ pub async fn serve(
     });
     let _slot = slot;
     let writer = tokio::spawn(write(sink, queue, push.clone(), shared.clone()));
-    // Boxed: its catch-up's state would otherwise sit in the socket's own
-    // future for the socket's whole life (it was most of an idle socket's
-    // task).
+    // Boxed, like the loop's rarely used paths: its state would otherwise
+    // sit in the socket's own future for the socket's whole life.
     match Box::pin(Session::open(&push, caller, start, listening, &out)).await {
         Ok(mut session) => {
             let code = read(&mut stream, &mut session, &push, &out, &shared).await;
