@@ -10,7 +10,7 @@
 //! log ([`super::session`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agon_aggregates::debate::DebateEvent;
@@ -21,6 +21,7 @@ use tokio::sync::broadcast;
 
 use super::ends::Ends;
 use super::frames::{Frame, Track};
+use super::live::DeltaCount;
 use crate::bus::{Consumer, ConsumerError};
 use crate::store::{EventLog, StoreError};
 
@@ -113,9 +114,10 @@ pub struct Hub {
     /// Streamed text (`agent.delta`): not in the log, so not in the batches;
     /// a socket behind this ring loses the oldest pieces.
     deltas: broadcast::Sender<Arc<Frame>>,
-    /// How many delta frames were sent, counted before each is sent: a
-    /// socket looks at its ring only when this moved (see `session::Live`).
-    deltas_sent: AtomicU64,
+    /// Delta frames begun and finished: a socket looks at its ring only
+    /// when a send has begun since it last found it empty
+    /// ([`super::live::Deltas`]).
+    delta_count: Arc<DeltaCount>,
     /// Sockets and tickets to end when an account event ends their access.
     ends: Arc<Ends>,
 }
@@ -125,7 +127,7 @@ impl Hub {
         Self {
             ends,
             deltas: broadcast::channel(delta_ring.max(1)).0,
-            deltas_sent: AtomicU64::new(0),
+            delta_count: Arc::default(),
             sender: broadcast::channel(RING).0,
             cursor: Mutex::new(Cursor::START),
             tracks: tokio::sync::Mutex::new(Tracks::new(log)),
@@ -146,15 +148,12 @@ impl Hub {
 
     /// Hands a delta frame to every socket of this replica.
     pub fn send_delta(&self, frame: Frame) {
-        // Counted first: a socket woken by the send must see the count moved.
-        self.deltas_sent.fetch_add(1, Ordering::AcqRel);
-        // No receiver is fine: nobody is connected.
-        let _ = self.deltas.send(Arc::new(frame));
+        self.delta_count.send(&self.deltas, Arc::new(frame));
     }
 
-    /// How many delta frames have been sent so far.
-    pub fn deltas_sent(&self) -> u64 {
-        self.deltas_sent.load(Ordering::Acquire)
+    /// The count of delta frames sent, for sockets' [`super::live::Deltas`].
+    pub fn delta_count(&self) -> Arc<DeltaCount> {
+        Arc::clone(&self.delta_count)
     }
 
     /// Where the hub stands in the feed now.
