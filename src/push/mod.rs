@@ -12,6 +12,7 @@ pub mod ends;
 pub mod frames;
 pub mod hub;
 pub mod live;
+pub mod outbox;
 pub mod session;
 
 use std::collections::HashMap;
@@ -24,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::ends::{Ends, Registration};
 use self::hub::{Hub, HubConsumer};
-pub use self::session::{Listening, Outbox, Session, Start};
+pub use self::outbox::{Outbox, Queue, Writer};
+pub use self::session::{Listening, Session, Start};
 use crate::auth::Caller;
 use crate::bus::{Consumer, ConsumerError, Ephemeral};
 use crate::clock::Clock;

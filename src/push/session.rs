@@ -6,7 +6,7 @@
 //! does not continue from it (a lagged receiver) makes the session read
 //! the gap from the log first: no gap, no duplicate. Frames go into the
 //! client's bounded [`Outbox`]; a full outbox ends the session as a slow
-//! consumer rather than waiting.
+//! consumer rather than waiting (frames read from the log wait for room).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -16,12 +16,13 @@ use agon_projections::Cursor;
 use agon_projections::debates::DEBATE_AGGREGATE;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{broadcast, mpsc};
 
 use super::frames::{EVENT_KINDS, Frame, Track, control};
 use super::hub::{LiveBatch, Tracks, decode};
 use super::live::Live;
+use super::outbox::Outbox;
 use super::{Push, PushError};
 use crate::auth::Caller;
 use crate::bus::to_records;
@@ -30,36 +31,6 @@ use crate::bus::to_records;
 const PAGE: i64 = 500;
 /// Debates whose visibility a session remembers; past it it starts afresh.
 const MAX_VISIBLE: usize = 4_096;
-
-/// The client's queue of frames to write; bounded by `SERVICE_WS_SEND_BUFFER`.
-#[derive(Debug, Clone)]
-pub struct Outbox(mpsc::Sender<Arc<str>>);
-
-impl Outbox {
-    pub fn new(capacity: usize) -> (Self, mpsc::Receiver<Arc<str>>) {
-        let (sender, receiver) = mpsc::channel(capacity.max(1));
-        (Self(sender), receiver)
-    }
-
-    pub fn send(&self, frame: Arc<str>) -> Result<(), PushError> {
-        self.0.try_send(frame).map_err(|error| match error {
-            mpsc::error::TrySendError::Full(_) => PushError::Slow,
-            mpsc::error::TrySendError::Closed(_) => PushError::Gone,
-        })
-    }
-
-    /// Whether more than half of the buffer is free: room for frames that
-    /// may be dropped (deltas) without crowding out the recorded ones.
-    pub fn has_room_for_extras(&self) -> bool {
-        self.0.capacity() * 2 > self.0.max_capacity()
-    }
-
-    /// Waits for room: for frames read from the log, which the client
-    /// asked for and which would otherwise overflow a small buffer at once.
-    pub async fn send_waiting(&self, frame: Arc<str>) -> Result<(), PushError> {
-        self.0.send(frame).await.map_err(|_| PushError::Gone)
-    }
-}
 
 /// What a socket asked for when it opened (its query string).
 #[derive(Debug, Clone, Default)]
@@ -140,7 +111,7 @@ impl Session {
         caller: Caller,
         start: Start,
         listening: Listening,
-        out: &Outbox,
+        out: &mut Outbox<'_>,
     ) -> Result<Self, PushError> {
         let Listening {
             receiver,
@@ -203,7 +174,7 @@ impl Session {
     pub async fn live(
         &mut self,
         received: Result<Arc<LiveBatch>, RecvError>,
-        out: &Outbox,
+        out: &mut Outbox<'_>,
     ) -> Result<(), PushError> {
         match received {
             Ok(batch) if batch.to <= self.last => Ok(()),
@@ -237,7 +208,7 @@ impl Session {
     /// debate and the outbox is at most half full: a client slow to read
     /// loses pieces of text (the recorded message follows), never its
     /// socket on their account, and never holds up the agent writing.
-    pub async fn delta(&mut self, frame: &Frame, out: &Outbox) -> Result<(), PushError> {
+    pub async fn delta(&mut self, frame: &Frame, out: &mut Outbox<'_>) -> Result<(), PushError> {
         if !out.has_room_for_extras() {
             self.push.dropped_deltas(1);
             return Ok(());
@@ -246,7 +217,7 @@ impl Session {
     }
 
     /// Answers one client message.
-    pub async fn message(&mut self, text: &str, out: &Outbox) -> Result<(), PushError> {
+    pub async fn message(&mut self, text: &str, out: &mut Outbox<'_>) -> Result<(), PushError> {
         let message = match serde_json::from_str::<ClientMessage>(text) {
             Ok(message) => message,
             Err(_) => {
@@ -289,7 +260,7 @@ impl Session {
 
     /// Follows debate `id`: its outcome at once when it has ended, else
     /// what it has so far and then live.
-    async fn subscribe(&mut self, id: String, out: &Outbox) -> Result<(), PushError> {
+    async fn subscribe(&mut self, id: String, out: &mut Outbox<'_>) -> Result<(), PushError> {
         if self.debates.contains(&id) {
             return Ok(());
         }
@@ -309,13 +280,17 @@ impl Session {
     }
 
     /// Whether the caller may follow debate `id`; an error frame when not.
-    async fn may_follow(&mut self, id: &str, out: &Outbox) -> Result<bool, PushError> {
+    async fn may_follow(&mut self, id: &str, out: &mut Outbox<'_>) -> Result<bool, PushError> {
         Ok(self.history(id, out).await?.is_some())
     }
 
     /// Every frame of debate `id` so far, if the caller may read it; an
     /// error frame (`not_found`, as REST answers 404) when not.
-    async fn history(&mut self, id: &str, out: &Outbox) -> Result<Option<Vec<Frame>>, PushError> {
+    async fn history(
+        &mut self,
+        id: &str,
+        out: &mut Outbox<'_>,
+    ) -> Result<Option<Vec<Frame>>, PushError> {
         let stream = self.push.0.log.load_stream(DEBATE_AGGREGATE, id, 0).await?;
         let mut track = Track::default();
         let mut frames = Vec::new();
@@ -363,7 +338,7 @@ impl Session {
     }
 
     /// Sets the frame types to send; false (and an error frame) for an unknown one.
-    fn set_kinds(&mut self, kinds: Vec<String>, out: &Outbox) -> Result<bool, PushError> {
+    fn set_kinds(&mut self, kinds: Vec<String>, out: &mut Outbox<'_>) -> Result<bool, PushError> {
         if let Some(bad) = kinds.iter().find(|k| !EVENT_KINDS.contains(&k.as_str())) {
             let error = format!(
                 "unknown event kind {bad:?}; known: {}",
@@ -381,7 +356,7 @@ impl Session {
         code: &str,
         error: &str,
         debate_id: Option<&str>,
-        out: &Outbox,
+        out: &mut Outbox<'_>,
     ) -> Result<(), PushError> {
         let data: Value = json!({"code": code, "error": error});
         let frame = control("error", data, debate_id, self.push.0.clock.now());
@@ -390,7 +365,12 @@ impl Session {
 
     /// Sends every subscribed frame of the feed after `from` up to `to`
     /// from the log, and stands at `to`.
-    async fn catch_up(&mut self, from: Cursor, to: Cursor, out: &Outbox) -> Result<(), PushError> {
+    async fn catch_up(
+        &mut self,
+        from: Cursor,
+        to: Cursor,
+        out: &mut Outbox<'_>,
+    ) -> Result<(), PushError> {
         let mut tracks = Tracks::new(self.push.0.log.clone());
         let mut cursor = from;
         'pages: while cursor < to {
@@ -422,7 +402,12 @@ impl Session {
 
     /// Sends `frame` if the session wants it and the caller may read it;
     /// `wait` for room (frames from the log) or fail as a slow consumer.
-    async fn offer(&mut self, frame: &Frame, out: &Outbox, wait: bool) -> Result<(), PushError> {
+    async fn offer(
+        &mut self,
+        frame: &Frame,
+        out: &mut Outbox<'_>,
+        wait: bool,
+    ) -> Result<(), PushError> {
         let id = frame.debate_id.as_str();
         if !self.wants_debate(id) {
             return Ok(());

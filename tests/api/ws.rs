@@ -21,6 +21,7 @@ use crate::support::binary::Serve;
 use crate::support::{Kind, LoopbackServer, TEST_TOKEN, on_both_backends};
 
 mod access;
+mod heartbeat;
 
 pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 

@@ -23,7 +23,7 @@ on_both_backends! {
 
 /// The close code the server sends (skipping frames and the heartbeat's
 /// pings before it), within 60 s in all.
-async fn close_code(socket: &mut Socket) -> u16 {
+pub(super) async fn close_code(socket: &mut Socket) -> u16 {
     let closed = async {
         loop {
             match socket.next().await {
@@ -39,7 +39,7 @@ async fn close_code(socket: &mut Socket) -> u16 {
 }
 
 /// The socket still answers an application ping.
-async fn answers(socket: &mut Socket) {
+pub(super) async fn answers(socket: &mut Socket) {
     let ping = json!({"type": "ping"}).to_string();
     socket.send(Message::text(ping)).await.unwrap();
     assert_eq!(next(socket).await.expect("closed")["type"], "pong");

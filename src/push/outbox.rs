@@ -1,0 +1,151 @@
+//! A socket's bounded queue of frames to write, and the handle a session
+//! sends through. The queue belongs to the socket's one task, which writes
+//! it out between its waits: no channel and no second task stand between
+//! a session and its socket, so a frame costs one wake of one task.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::PushError;
+
+/// Frames waiting for the socket, and frames handed to it but not yet
+/// flushed: together bounded by `SERVICE_WS_SEND_BUFFER`.
+#[derive(Debug)]
+pub struct Queue {
+    frames: VecDeque<Arc<str>>,
+    /// Handed to the socket since it last finished a flush.
+    unflushed: usize,
+    capacity: usize,
+}
+
+impl Queue {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            frames: VecDeque::new(),
+            unflushed: 0,
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The next frame to hand to the socket (counted as unflushed).
+    pub fn hand_over(&mut self) -> Option<Arc<str>> {
+        let frame = self.frames.pop_front()?;
+        self.unflushed += 1;
+        Some(frame)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// The socket has flushed every frame it was handed.
+    pub fn flushed(&mut self) {
+        self.unflushed = 0;
+    }
+
+    /// Whether another frame fits.
+    pub fn has_room(&self) -> bool {
+        self.used() < self.capacity
+    }
+
+    fn used(&self) -> usize {
+        self.frames.len() + self.unflushed
+    }
+}
+
+/// Where a queue's frames go: the socket, written by the task that owns
+/// both.
+pub trait Writer: Send {
+    /// Writes and flushes frames from the front of `queue` until another
+    /// fits; [`PushError::Gone`] when the socket or the session ends first.
+    fn make_room<'a>(&'a mut self, queue: &'a mut Queue) -> BoxFuture<'a, Result<(), PushError>>;
+}
+
+/// What a session sends through: the socket's queue, and its writer for
+/// the frames that wait for room.
+pub struct Outbox<'a> {
+    queue: &'a mut Queue,
+    writer: &'a mut dyn Writer,
+}
+
+impl<'a> Outbox<'a> {
+    pub fn new(queue: &'a mut Queue, writer: &'a mut dyn Writer) -> Self {
+        Self { queue, writer }
+    }
+
+    /// Queues `frame`; a full queue is a slow consumer.
+    pub fn send(&mut self, frame: Arc<str>) -> Result<(), PushError> {
+        if !self.queue.has_room() {
+            return Err(PushError::Slow);
+        }
+        self.queue.frames.push_back(frame);
+        Ok(())
+    }
+
+    /// Whether less than half of the buffer is taken: room for frames that
+    /// may be dropped (deltas) without crowding out the recorded ones.
+    pub fn has_room_for_extras(&self) -> bool {
+        self.queue.used() * 2 < self.queue.capacity
+    }
+
+    /// Queues `frame` once there is room, writing to make it: for frames
+    /// read from the log, which the client asked for and which would
+    /// otherwise overflow a small buffer at once.
+    pub async fn send_waiting(&mut self, frame: Arc<str>) -> Result<(), PushError> {
+        while !self.queue.has_room() {
+            self.writer.make_room(self.queue).await?;
+        }
+        self.queue.frames.push_back(frame);
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Outbox<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbox")
+            .field("queue", &self.queue)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes one frame per call, as a socket that always has room would.
+    struct Drain(Vec<Arc<str>>);
+
+    impl Writer for Drain {
+        fn make_room<'a>(
+            &'a mut self,
+            queue: &'a mut Queue,
+        ) -> BoxFuture<'a, Result<(), PushError>> {
+            Box::pin(async move {
+                self.0.extend(queue.hand_over());
+                queue.flushed();
+                Ok(())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_is_slow_unless_the_sender_waits_for_room() {
+        let mut queue = Queue::new(2);
+        let mut drain = Drain(Vec::new());
+        let mut out = Outbox::new(&mut queue, &mut drain);
+        assert!(out.has_room_for_extras());
+        out.send("a".into()).unwrap();
+        assert!(!out.has_room_for_extras(), "half full");
+        out.send("b".into()).unwrap();
+        assert!(matches!(out.send("c".into()), Err(PushError::Slow)));
+        out.send_waiting("c".into()).await.unwrap();
+        assert_eq!(drain.0, vec![Arc::<str>::from("a")]);
+        let rest: Vec<_> = std::iter::from_fn(|| queue.hand_over()).collect();
+        assert_eq!(rest, vec![Arc::<str>::from("b"), Arc::from("c")]);
+        assert!(!queue.has_room(), "handed but not flushed still counts");
+        queue.flushed();
+        assert!(queue.has_room());
+    }
+}
