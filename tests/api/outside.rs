@@ -251,6 +251,12 @@ async fn outcomes_of_a_nats_outage_are_published_when_it_is_back(kind: Kind) {
     nats.restart().await;
 
     received.extend(receive_completions(&options, &during).await);
+    // The server was killed, and it keeps its consumers' acks lazily: this
+    // subscriber may be handed a message it had acked once more (seen in
+    // one run of the whole suite). The id tells the copies apart, as the
+    // example subscriber does; the stream must still hold each outcome once.
+    let mut ids = BTreeSet::new();
+    received.retain(|outcome| ids.insert(outcome.id.clone()));
     assert_once(&nats_url, &received).await;
     let completed: BTreeSet<&str> = received
         .iter()
