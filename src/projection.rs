@@ -26,6 +26,7 @@ mod guards;
 pub mod reads;
 pub mod registry;
 pub mod replay;
+mod rows;
 mod tables;
 pub use documents::{DocumentRunner, Documents, ListFilter};
 pub(crate) use documents::{count_sql, page_sql, wait_until};

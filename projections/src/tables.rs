@@ -63,10 +63,11 @@ pub struct RowChange {
     pub change: Change,
 }
 
-/// The row changes of a batch, in order. Consecutive changes of the same
-/// kind to one row are merged (upserts set the union of their columns,
-/// increments of one column add up), so a batch writes each row about once
-/// however many of its events touch it.
+/// The row changes of a batch, in order. A change to a row merges into the
+/// row's last change of its kind (upserts set the union of their columns,
+/// increments of one column add up) when every change to the row since
+/// then wrote other columns, so a batch writes each row about once however
+/// many of its events touch it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
     list: Vec<RowChange>,
@@ -94,12 +95,12 @@ impl Changes {
     }
 
     fn push(&mut self, table: &'static str, key: Cells, change: Change) {
-        let last = self
+        let earlier = self
             .list
             .iter_mut()
             .rev()
-            .find(|c| c.table == table && c.key == key);
-        if let Some(last) = last {
+            .filter(|c| c.table == table && c.key == key);
+        for last in earlier {
             match (&mut last.change, &change) {
                 (Change::Upsert(set), Change::Upsert(columns)) => {
                     for (name, value) in columns {
@@ -123,8 +124,31 @@ impl Changes {
                 }
                 _ => {}
             }
+            // Past a change to other columns of the row: the row exists by
+            // then (an upsert or an increment made it), and changes to
+            // different columns of a row commute. So an event's "set these,
+            // count one more" interleaved with the next event's still
+            // merges into one of each.
+            if !commute(&last.change, &change) {
+                break;
+            }
         }
         self.list.push(RowChange { table, key, change });
+    }
+}
+
+/// Whether two changes to a row that exists commute: neither deletes it,
+/// and they write different columns.
+fn commute(a: &Change, b: &Change) -> bool {
+    let writes = |change: &Change, column: &str| match change {
+        Change::Upsert(columns) => columns.iter().any(|(name, _)| *name == column),
+        Change::Increment { column: other, .. } => *other == column,
+        Change::Delete => true,
+    };
+    match a {
+        Change::Upsert(columns) => columns.iter().all(|(name, _)| !writes(b, name)),
+        Change::Increment { column, .. } => !writes(b, column),
+        Change::Delete => false,
     }
 }
 
@@ -193,6 +217,34 @@ mod tests {
                 Change::Increment { column: "n", by: 3 },
                 Change::Delete,
                 Change::Increment { column: "n", by: 4 },
+            ]
+        );
+    }
+
+    #[test]
+    fn changes_to_other_columns_do_not_keep_a_row_s_changes_apart() {
+        let mut changes = Changes::default();
+        for n in 1..=3 {
+            changes.upsert("t", key("a"), vec![("last", n.into())]);
+            changes.increment("t", key("a"), "count", 1);
+        }
+        // A change to the counted column is not moved past its increments.
+        changes.upsert("t", key("a"), vec![("count", 0.into())]);
+        changes.increment("t", key("a"), "count", 5);
+        let kinds: Vec<_> = changes.iter().map(|c| c.change.clone()).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Change::Upsert(vec![("last", 3.into())]),
+                Change::Increment {
+                    column: "count",
+                    by: 3
+                },
+                Change::Upsert(vec![("count", 0.into())]),
+                Change::Increment {
+                    column: "count",
+                    by: 5
+                },
             ]
         );
     }

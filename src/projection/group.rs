@@ -48,8 +48,8 @@ pub(super) struct Part<'a> {
     pub events: &'a [EventRecord],
 }
 
-/// Commits every part in one transaction: the folds, then each part's
-/// checkpoint. Returns, per part, the first event it cannot decode; the
+/// Commits every part in one transaction: the folds, then the parts'
+/// checkpoints. Returns, per part, the first event it cannot decode; the
 /// events before it are committed. A batch with nothing for any read model
 /// (and no idle checkpoint due) does not touch the database.
 pub(super) async fn commit_parts(
@@ -80,6 +80,7 @@ pub(super) async fn commit_parts(
             return Ok(failed);
         }
         let mut tx = Tx::read_models(log.db()).await?;
+        let mut checkpoints = Vec::with_capacity(parts.len());
         for (i, part) in parts.iter().enumerate() {
             let events = &part.events[..ends[i]];
             if work[i]
@@ -94,10 +95,10 @@ pub(super) async fn commit_parts(
                 continue 'attempt;
             }
             if let Some(cursor) = saves[i] {
-                let name = part.member.name();
-                with_tx!(&mut tx, tx => guards::save_checkpoint(tx, name, cursor).await?);
+                checkpoints.push((part.member.name(), cursor));
             }
         }
+        with_tx!(&mut tx, tx => guards::save_checkpoints(tx, &checkpoints).await?);
         tx.commit().await?;
         if work.iter().any(|w| *w) {
             log.read_models_moved();

@@ -139,12 +139,12 @@ where
     Ok(fresh)
 }
 
-/// Saves projection `name`'s checkpoint inside its batch's transaction, so
-/// the read model and the point it reached commit together.
-pub(super) async fn save_checkpoint<DB>(
+/// Saves the checkpoints of the projections `saves` names inside their
+/// batch's transaction, so each read model and the point it reached commit
+/// together: in one statement (a group's batch saves a dozen).
+pub(super) async fn save_checkpoints<DB>(
     tx: &mut sqlx::Transaction<'_, DB>,
-    name: &str,
-    cursor: Cursor,
+    saves: &[(&str, Cursor)],
 ) -> Result<(), StoreError>
 where
     DB: sqlx::Database,
@@ -154,13 +154,19 @@ where
     i64: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     StoreError: From<sqlx::Error>,
 {
-    sqlx::query(crate::store::CHECKPOINT_UPSERT)
-        .bind(super::checkpoint_name(name))
-        .bind(cursor.txid)
-        .bind(cursor.position)
-        .bind(crate::store::now())
-        .execute(&mut **tx)
-        .await?;
+    let now = crate::store::now();
+    for chunk in saves.chunks(CHUNK) {
+        let sql = crate::store::checkpoint_upsert(chunk.len());
+        let mut query = sqlx::query(&sql);
+        for (name, cursor) in chunk {
+            query = query
+                .bind(super::checkpoint_name(name))
+                .bind(cursor.txid)
+                .bind(cursor.position)
+                .bind(now.clone());
+        }
+        query.execute(&mut **tx).await?;
+    }
     Ok(())
 }
 

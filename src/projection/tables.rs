@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
-use agon_projections::tables::{Cell, Change, RowChange};
 use agon_projections::{Changes, EventRecord, TableProjection};
 use async_trait::async_trait;
 
@@ -42,80 +41,20 @@ impl<P: TableProjection> TableRunner<P> {
     }
 }
 
-/// The statement that makes `change`, its values bound in the order they are listed.
-pub(crate) fn statement(change: &RowChange) -> (String, Vec<&Cell>) {
-    let table = change.table;
-    let keys: Vec<&str> = change.key.iter().map(|(name, _)| *name).collect();
-    let mut values: Vec<&Cell> = change.key.iter().map(|(_, cell)| cell).collect();
-    let params = |from: usize, n: usize| {
-        (from..from + n)
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let conflict = keys.join(", ");
-    let sql = match &change.change {
-        Change::Delete => {
-            let matches: Vec<String> = keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| format!("{k} = ${}", i + 1))
-                .collect();
-            format!("DELETE FROM {table} WHERE {}", matches.join(" AND "))
-        }
-        Change::Upsert(columns) => {
-            let names: Vec<&str> = keys
-                .iter()
-                .copied()
-                .chain(columns.iter().map(|(n, _)| *n))
-                .collect();
-            values.extend(columns.iter().map(|(_, cell)| cell));
-            let action = if columns.is_empty() {
-                "NOTHING".to_owned()
-            } else {
-                let sets: Vec<String> = columns
-                    .iter()
-                    .map(|(n, _)| format!("{n} = excluded.{n}"))
-                    .collect();
-                format!("UPDATE SET {}", sets.join(", "))
-            };
-            format!(
-                "INSERT INTO {table} ({}) VALUES ({}) ON CONFLICT ({conflict}) DO {action}",
-                names.join(", "),
-                params(1, names.len()),
-            )
-        }
-        Change::Increment { column, .. } => format!(
-            "INSERT INTO {table} ({conflict}, {column}) VALUES ({}) \
-             ON CONFLICT ({conflict}) DO UPDATE SET {column} = {table}.{column} + excluded.{column}",
-            params(1, keys.len() + 1),
-        ),
-    };
-    (sql, values)
-}
-
-/// The amount an increment adds (bound after its key).
-pub(crate) fn increment_of(change: &RowChange) -> Option<i64> {
-    match change.change {
-        Change::Increment { by, .. } => Some(by),
-        _ => None,
-    }
-}
-
-/// Runs `$changes` in `$tx` (a transaction of either back end).
+/// Runs `$changes` in `$tx` (a transaction of either back end), in as few
+/// statements as [`super::rows::plan`] makes of them.
 macro_rules! write_changes {
     ($tx:expr, $changes:expr) => {
-        for change in $changes.iter() {
-            let (sql, values) = $crate::projection::tables::statement(change);
-            let mut query = sqlx::query(&sql);
-            for value in values {
+        for statement in $crate::projection::rows::plan($changes.iter()) {
+            let mut query = sqlx::query(&statement.sql);
+            for value in statement.values {
+                use agon_projections::tables::Cell;
+                use $crate::projection::rows::Bind;
                 query = match value {
-                    agon_projections::tables::Cell::Text(text) => query.bind(text.as_deref()),
-                    agon_projections::tables::Cell::Int(n) => query.bind(*n),
+                    Bind::Cell(Cell::Text(text)) => query.bind(text.as_deref()),
+                    Bind::Cell(Cell::Int(n)) => query.bind(*n),
+                    Bind::Int(by) => query.bind(by),
                 };
-            }
-            if let Some(by) = $crate::projection::tables::increment_of(change) {
-                query = query.bind(by);
             }
             query.execute(&mut *$tx).await?;
         }
@@ -213,49 +152,5 @@ impl<P: TableProjection> Member for TableRunner<P> {
             }
         });
         Ok(None)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn change(change: Change) -> RowChange {
-        RowChange {
-            table: "t",
-            key: vec![("a", "x".into()), ("b", 1.into())],
-            change,
-        }
-    }
-
-    /// The statement of `kind` and how many values it binds before an increment.
-    fn sql_of(kind: Change) -> (String, usize) {
-        let change = change(kind);
-        let (sql, values) = statement(&change);
-        (sql, values.len())
-    }
-
-    #[test]
-    fn each_change_is_one_statement_both_back_ends_read() {
-        assert_eq!(
-            sql_of(Change::Upsert(vec![("c", "v".into())])),
-            (
-                "INSERT INTO t (a, b, c) VALUES ($1, $2, $3) ON CONFLICT (a, b) DO UPDATE SET c = excluded.c".to_owned(),
-                3
-            )
-        );
-        let (sql, _) = sql_of(Change::Upsert(Vec::new()));
-        assert!(sql.ends_with("ON CONFLICT (a, b) DO NOTHING"), "{sql}");
-        assert_eq!(
-            sql_of(Change::Delete),
-            ("DELETE FROM t WHERE a = $1 AND b = $2".to_owned(), 2)
-        );
-        assert_eq!(
-            sql_of(Change::Increment { column: "n", by: 2 }),
-            (
-                "INSERT INTO t (a, b, n) VALUES ($1, $2, $3) ON CONFLICT (a, b) DO UPDATE SET n = t.n + excluded.n".to_owned(),
-                2
-            )
-        );
     }
 }

@@ -137,7 +137,7 @@ impl EventLog {
     /// Records that `consumer` has handled everything up to `cursor`.
     pub async fn save_checkpoint(&self, consumer: &str, cursor: Cursor) -> Result<(), StoreError> {
         with_pool!(self.db().writer(), pool => {
-            sqlx::query(CHECKPOINT_UPSERT)
+            sqlx::query(&checkpoint_upsert(1))
                 .bind(consumer)
                 .bind(cursor.txid)
                 .bind(cursor.position)
@@ -167,10 +167,21 @@ impl EventLog {
 const PG_HORIZON: &str = "(SELECT agon_event_order_shift() \
      + pg_snapshot_xmin(pg_current_snapshot())::text::bigint)";
 
-/// Upserts one checkpoint row: `$1` consumer, `$2` txid, `$3` position, `$4` time.
-pub(crate) const CHECKPOINT_UPSERT: &str = "INSERT INTO checkpoints (consumer, txid, position, updated_at) VALUES ($1, $2, $3, $4) \
-     ON CONFLICT (consumer) DO UPDATE SET txid = excluded.txid, position = excluded.position, \
-     updated_at = excluded.updated_at";
+/// Upserts `rows` checkpoint rows, each `consumer, txid, position, updated_at`.
+pub(crate) fn checkpoint_upsert(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|row| {
+            let p = row * 4;
+            format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4)
+        })
+        .collect();
+    format!(
+        "INSERT INTO checkpoints (consumer, txid, position, updated_at) VALUES {} \
+         ON CONFLICT (consumer) DO UPDATE SET txid = excluded.txid, position = excluded.position, \
+         updated_at = excluded.updated_at",
+        values.join(", ")
+    )
+}
 
 /// A feed event's place and hash.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -14,7 +14,7 @@ pub mod dead_letters;
 pub mod expect;
 pub mod feed;
 mod tickets;
-pub(crate) use feed::{CHECKPOINT_UPSERT, now};
+pub(crate) use feed::{checkpoint_upsert, now};
 mod group;
 mod log;
 pub mod merkle;
