@@ -242,6 +242,9 @@ async fn run(
     tokio::pin!(stopped);
     let heartbeat = push.settings().heartbeat;
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+    // A tick missed while the loop was busy (a long catch-up) is not made
+    // up in a burst: the client always gets a whole period to answer.
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut alive = true;
     loop {
         // In this order: what the last round queued goes out first; a
