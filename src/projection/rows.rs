@@ -13,6 +13,8 @@
 
 use agon_projections::tables::{Cell, Change, RowChange};
 
+use crate::store::value_rows;
+
 /// Values bound per statement at most (under SQLite's lowest limit, 999).
 const MAX_VALUES: usize = 900;
 
@@ -65,10 +67,13 @@ pub(crate) fn plan<'a>(changes: impl IntoIterator<Item = &'a RowChange>) -> Vec<
 
 /// Whether `a` and `b` can share a statement's column list and action.
 fn same_shape(a: &RowChange, b: &RowChange) -> bool {
-    let names = |cells: &[(&'static str, Cell)]| cells.iter().map(|(n, _)| *n).collect::<Vec<_>>();
-    names(&a.key) == names(&b.key)
+    // Compared in place: this runs for every change of every batch.
+    let same = |x: &[(&'static str, Cell)], y: &[(&'static str, Cell)]| {
+        x.iter().map(|(n, _)| n).eq(y.iter().map(|(n, _)| n))
+    };
+    same(&a.key, &b.key)
         && match (&a.change, &b.change) {
-            (Change::Upsert(x), Change::Upsert(y)) => names(x) == names(y),
+            (Change::Upsert(x), Change::Upsert(y)) => same(x, y),
             (Change::Increment { column: x, .. }, Change::Increment { column: y, .. }) => x == y,
             _ => false,
         }
@@ -82,19 +87,6 @@ fn width(change: &RowChange) -> usize {
             Change::Increment { .. } => 1,
             Change::Delete => 0,
         }
-}
-
-/// `($1, $2), ($3, $4)` for `rows` rows of `width` values.
-fn rows(rows: usize, width: usize) -> String {
-    (0..rows)
-        .map(|row| {
-            let params: Vec<String> = (1..=width)
-                .map(|i| format!("${}", row * width + i))
-                .collect();
-            format!("({})", params.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The statement of a run of changes of one shape (see [`plan`]).
@@ -139,13 +131,13 @@ fn statement<'a>(run: &[&'a RowChange]) -> Statement<'a> {
             format!(
                 "INSERT INTO {table} ({}) VALUES {} ON CONFLICT ({conflict}) DO {action}",
                 names.join(", "),
-                rows(run.len(), names.len()),
+                value_rows(run.len(), names.len()),
             )
         }
         Change::Increment { column, .. } => format!(
             "INSERT INTO {table} ({conflict}, {column}) VALUES {} \
              ON CONFLICT ({conflict}) DO UPDATE SET {column} = {table}.{column} + excluded.{column}",
-            rows(run.len(), keys.len() + 1),
+            value_rows(run.len(), keys.len() + 1),
         ),
     };
     Statement { sql, values }

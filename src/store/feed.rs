@@ -169,18 +169,26 @@ const PG_HORIZON: &str = "(SELECT agon_event_order_shift() \
 
 /// Upserts `rows` checkpoint rows, each `consumer, txid, position, updated_at`.
 pub(crate) fn checkpoint_upsert(rows: usize) -> String {
-    let values: Vec<String> = (0..rows)
-        .map(|row| {
-            let p = row * 4;
-            format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4)
-        })
-        .collect();
     format!(
         "INSERT INTO checkpoints (consumer, txid, position, updated_at) VALUES {} \
          ON CONFLICT (consumer) DO UPDATE SET txid = excluded.txid, position = excluded.position, \
          updated_at = excluded.updated_at",
-        values.join(", ")
+        value_rows(rows, 4)
     )
+}
+
+/// `($1, $2), ($3, $4)`: the `VALUES` of a multi-row statement, `rows` rows
+/// of `width` parameters each.
+pub(crate) fn value_rows(rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|row| {
+            let params: Vec<String> = (1..=width)
+                .map(|i| format!("${}", row * width + i))
+                .collect();
+            format!("({})", params.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A feed event's place and hash.

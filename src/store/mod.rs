@@ -14,7 +14,7 @@ pub mod dead_letters;
 pub mod expect;
 pub mod feed;
 mod tickets;
-pub(crate) use feed::{checkpoint_upsert, now};
+pub(crate) use feed::{checkpoint_upsert, now, value_rows};
 mod group;
 mod log;
 pub mod merkle;
