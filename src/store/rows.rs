@@ -55,9 +55,9 @@ impl StoredEvent {
         hash_from_slice(&self.prev_hash).ok_or_else(|| self.malformed("prev_hash is not 32 bytes"))
     }
 
-    /// Recomputes this event's chain hash from its stored fields and `prev_hash`.
-    pub fn recompute_hash(&self, prev_hash: &Hash) -> Result<Hash, StoreError> {
-        let fields = ChainedFields {
+    /// The fields the chain hash covers.
+    pub fn chained_fields(&self) -> ChainedFields<'_> {
+        ChainedFields {
             aggregate_type: &self.aggregate_type,
             aggregate_id: &self.aggregate_id,
             sequence: self.sequence,
@@ -65,8 +65,12 @@ impl StoredEvent {
             event_version: &self.event_version,
             payload: &self.payload,
             metadata: &self.metadata,
-        };
-        Ok(fields.hash(prev_hash)?)
+        }
+    }
+
+    /// Recomputes this event's chain hash from its stored fields and `prev_hash`.
+    pub fn recompute_hash(&self, prev_hash: &Hash) -> Result<Hash, StoreError> {
+        Ok(self.chained_fields().hash(prev_hash)?)
     }
 
     /// The form consumers receive.

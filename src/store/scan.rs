@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::StoreError;
 use super::db::Db;
-use super::rows::StoredEvent;
+use super::verify::ChainRow;
 
 /// Rows per batch handed to the checker.
 const BATCH: usize = 1024;
@@ -31,32 +31,28 @@ pub(crate) trait ScanRow: Default + Send + 'static {
     const COLUMNS: &'static str;
     /// Reads a row into `self`, reusing its buffers: batches come back to
     /// the reader once checked, so a long scan allocates almost nothing.
-    fn read_into<C: Columns>(&mut self, columns: &mut C) -> Result<(), StoreError>;
+    fn read_into<'r, C: Columns<'r>>(&mut self, columns: &mut C) -> Result<(), StoreError>;
 }
 
-/// The next column of a row, whichever back end it came from.
-pub(crate) trait Columns {
+/// The next column of a row, whichever back end it came from, borrowed
+/// from where the driver holds it while the row is being read.
+pub(crate) trait Columns<'r> {
+    /// Whether the reading thread should do a row's heavy work itself, on
+    /// the bytes where the driver left them. True on PostgreSQL, where that
+    /// thread only parses what the server sent and the server's own work
+    /// takes CPU elsewhere; false on SQLite, whose engine already keeps the
+    /// reading thread as busy as the checking one would be.
+    const HASH_ON_READ: bool;
+
     fn int(&mut self) -> Result<i64, StoreError>;
-    fn text(&mut self, into: &mut String) -> Result<(), StoreError>;
-    fn blob(&mut self, into: &mut Vec<u8>) -> Result<(), StoreError>;
-}
+    fn str(&mut self) -> Result<&'r str, StoreError>;
+    fn bytes(&mut self) -> Result<&'r [u8], StoreError>;
 
-impl ScanRow for StoredEvent {
-    const COLUMNS: &'static str = super::rows::EVENT_COLUMNS;
-
-    fn read_into<C: Columns>(&mut self, c: &mut C) -> Result<(), StoreError> {
-        self.position = c.int()?;
-        self.txid = c.int()?;
-        c.text(&mut self.event_id)?;
-        c.text(&mut self.aggregate_type)?;
-        c.text(&mut self.aggregate_id)?;
-        self.sequence = c.int()?;
-        c.text(&mut self.event_type)?;
-        c.text(&mut self.event_version)?;
-        c.text(&mut self.payload)?;
-        c.text(&mut self.metadata)?;
-        c.blob(&mut self.prev_hash)?;
-        c.blob(&mut self.hash)
+    fn blob(&mut self, into: &mut Vec<u8>) -> Result<(), StoreError> {
+        let blob = self.bytes()?;
+        into.clear();
+        into.extend_from_slice(blob);
+        Ok(())
     }
 }
 
@@ -70,7 +66,7 @@ pub(crate) struct PositionHash {
 impl ScanRow for PositionHash {
     const COLUMNS: &'static str = "position, hash";
 
-    fn read_into<C: Columns>(&mut self, c: &mut C) -> Result<(), StoreError> {
+    fn read_into<'r, C: Columns<'r>>(&mut self, c: &mut C) -> Result<(), StoreError> {
         self.position = c.int()?;
         c.blob(&mut self.hash)
     }
@@ -82,31 +78,28 @@ struct SqliteColumns<'r, 's> {
     at: usize,
 }
 
-impl SqliteColumns<'_, '_> {
-    fn next(&mut self) -> Result<rusqlite::types::ValueRef<'_>, StoreError> {
-        let value = self.row.get_ref(self.at).map_err(scan_error)?;
+impl<'r> SqliteColumns<'r, '_> {
+    fn next(&mut self) -> Result<rusqlite::types::ValueRef<'r>, StoreError> {
+        let row: &'r rusqlite::Row<'_> = self.row;
+        let value = row.get_ref(self.at).map_err(scan_error)?;
         self.at += 1;
         Ok(value)
     }
 }
 
-impl Columns for SqliteColumns<'_, '_> {
+impl<'r> Columns<'r> for SqliteColumns<'r, '_> {
+    const HASH_ON_READ: bool = false;
+
     fn int(&mut self) -> Result<i64, StoreError> {
         self.next()?.as_i64().map_err(scan_error)
     }
 
-    fn text(&mut self, into: &mut String) -> Result<(), StoreError> {
-        let text = self.next()?.as_str().map_err(scan_error)?;
-        into.clear();
-        into.push_str(text);
-        Ok(())
+    fn str(&mut self) -> Result<&'r str, StoreError> {
+        self.next()?.as_str().map_err(scan_error)
     }
 
-    fn blob(&mut self, into: &mut Vec<u8>) -> Result<(), StoreError> {
-        let blob = self.next()?.as_blob().map_err(scan_error)?;
-        into.clear();
-        into.extend_from_slice(blob);
-        Ok(())
+    fn bytes(&mut self) -> Result<&'r [u8], StoreError> {
+        self.next()?.as_blob().map_err(scan_error)
     }
 }
 
@@ -180,7 +173,7 @@ impl<T: ScanRow> Batches<T> {
     }
 
     /// Reads the next row into the batch.
-    fn read<C: Columns>(&mut self, columns: &mut C) -> Result<(), StoreError> {
+    fn read<'r, C: Columns<'r>>(&mut self, columns: &mut C) -> Result<(), StoreError> {
         if self.filled == self.batch.len() {
             self.batch.push(T::default());
         }
@@ -283,7 +276,7 @@ impl super::EventLog {
         let mut read = begin_read(pool).await?;
         let mut lines = Vec::new();
         for sql in [
-            select::<StoredEvent>(&whole, "position"),
+            select::<ChainRow>(&whole, "position"),
             select::<PositionHash>(&by_txid, "txid, position"),
         ] {
             let plan: Vec<(String,)> = sqlx::query_as(&format!("EXPLAIN {sql}"))
@@ -393,7 +386,7 @@ pub(crate) struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    fn bytes(&mut self) -> Result<&'a [u8], StoreError> {
+    fn field(&mut self) -> Result<&'a [u8], StoreError> {
         let header = self
             .data
             .get(..4)
@@ -409,28 +402,23 @@ impl<'a> Fields<'a> {
     }
 }
 
-impl Columns for Fields<'_> {
+impl<'a> Columns<'a> for Fields<'a> {
+    const HASH_ON_READ: bool = true;
+
     fn int(&mut self) -> Result<i64, StoreError> {
         let bytes: [u8; 8] = self
-            .bytes()?
+            .field()?
             .try_into()
             .map_err(|_| copy_error("a BIGINT column is not 8 bytes"))?;
         Ok(i64::from_be_bytes(bytes))
     }
 
-    fn text(&mut self, into: &mut String) -> Result<(), StoreError> {
-        let text =
-            std::str::from_utf8(self.bytes()?).map_err(|_| copy_error("text is not UTF-8"))?;
-        into.clear();
-        into.push_str(text);
-        Ok(())
+    fn str(&mut self) -> Result<&'a str, StoreError> {
+        std::str::from_utf8(self.field()?).map_err(|_| copy_error("text is not UTF-8"))
     }
 
-    fn blob(&mut self, into: &mut Vec<u8>) -> Result<(), StoreError> {
-        let blob = self.bytes()?;
-        into.clear();
-        into.extend_from_slice(blob);
-        Ok(())
+    fn bytes(&mut self) -> Result<&'a [u8], StoreError> {
+        self.field()
     }
 }
 

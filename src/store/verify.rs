@@ -9,6 +9,8 @@
 mod chains;
 mod fold;
 mod links;
+mod row;
+pub(crate) use row::ChainRow;
 mod seals;
 mod stream;
 

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use agon_projections::Cursor;
 
 use super::fold::SealFold;
+use super::row::ChainRow;
 use super::{Check, PositionRange, Problem, VerifyReport};
 use crate::store::chain::{GENESIS, Hash, hash_from_slice};
 use crate::store::db::with_pool;
-use crate::store::rows::StoredEvent;
 use crate::store::scan::scan;
 use crate::store::{EventLog, StoreError};
 
@@ -40,10 +40,12 @@ impl EventLog {
         let mut pending: Vec<Pending> = Vec::new();
         let mut found: Option<Problem> = None;
         let filter = format!("position >= {} AND position <= {}", range.from, range.to);
-        let mut batches = scan::<StoredEvent>(self.db(), filter, "position");
+        let mut batches = scan::<ChainRow>(self.db(), filter, "position");
         'scan: while let Some(batch) = batches.recv().await {
-            let batch = batch?;
-            for event in &batch {
+            let mut batch = batch?;
+            for event in &mut batch {
+                event.hash_contents();
+                let event = &*event;
                 report.events_checked += 1;
                 key.clear();
                 key.push_str(&event.aggregate_type);
@@ -54,7 +56,7 @@ impl EventLog {
                     None if whole || event.sequence == 1 => (0, GENESIS),
                     None => {
                         // Checked below against the stored predecessor.
-                        let Some(prev_hash) = hash_from_slice(&event.prev_hash) else {
+                        let Some(prev_hash) = event.prev_hash else {
                             let fault = "prev_hash is not 32 bytes".to_owned();
                             found = Some(event_problem(event, Check::Malformed, fault));
                             break 'scan;
@@ -69,11 +71,13 @@ impl EventLog {
                         (event.sequence - 1, prev_hash)
                     }
                 };
-                if let Some((check, fault)) = chain_fault(event, head.0, &head.1) {
-                    found = Some(event_problem(event, check, fault));
-                    break 'scan;
-                }
-                let hash = event.stored_hash()?;
+                let hash = match checked_hash(event, head.0, &head.1) {
+                    Ok(hash) => hash,
+                    Err((check, fault)) => {
+                        found = Some(event_problem(event, check, fault));
+                        break 'scan;
+                    }
+                };
                 if let Some(fold) = fold.as_deref_mut() {
                     let (txid, position) = (event.txid, event.position);
                     fold.add(Cursor { txid, position }, &hash);
@@ -138,7 +142,7 @@ fn position_of(problem: &Problem) -> i64 {
     }
 }
 
-fn event_problem(event: &StoredEvent, check: Check, fault: String) -> Problem {
+fn event_problem(event: &ChainRow, check: Check, fault: String) -> Problem {
     Problem::Event {
         aggregate_type: event.aggregate_type.clone(),
         aggregate_id: event.aggregate_id.clone(),
@@ -149,15 +153,16 @@ fn event_problem(event: &StoredEvent, check: Check, fault: String) -> Problem {
     }
 }
 
-/// What is wrong with `event` given its stream's previous sequence and hash.
-pub(super) fn chain_fault(
-    event: &StoredEvent,
+/// The hash of `event` once it follows its stream's previous sequence and
+/// hash and its contents give its stored hash; otherwise what is wrong.
+pub(super) fn checked_hash(
+    event: &ChainRow,
     last_sequence: i64,
     last_hash: &Hash,
-) -> Option<(Check, String)> {
+) -> Result<Hash, (Check, String)> {
     let expected = last_sequence + 1;
     if event.sequence != expected {
-        return Some(if event.sequence > expected {
+        return Err(if event.sequence > expected {
             (
                 Check::SequenceGap,
                 format!("sequence {expected} is missing before it"),
@@ -169,21 +174,27 @@ pub(super) fn chain_fault(
             )
         });
     }
-    let Ok(prev_hash) = event.stored_prev_hash() else {
-        return Some((Check::Malformed, "prev_hash is not 32 bytes".to_owned()));
+    let Some(prev_hash) = &event.prev_hash else {
+        return Err((Check::Malformed, "prev_hash is not 32 bytes".to_owned()));
     };
-    if &prev_hash != last_hash {
-        return Some((
+    if prev_hash != last_hash {
+        return Err((
             Check::PrevHash,
             "prev_hash does not match the hash of the previous event".to_owned(),
         ));
     }
-    match (event.recompute_hash(&prev_hash), event.stored_hash()) {
-        (Ok(computed), Ok(stored)) if computed == stored => None,
-        (Ok(_), Ok(_)) => Some((
+    let Some(stored) = event.hash else {
+        return Err((Check::Malformed, "hash is not 32 bytes".to_owned()));
+    };
+    match event.computed {
+        Some(computed) if computed == stored => Ok(stored),
+        Some(_) => Err((
             Check::EventHash,
             "hash does not match the event's contents".to_owned(),
         )),
-        (Err(e), _) | (_, Err(e)) => Some((Check::Malformed, e.to_string())),
+        None => Err((
+            Check::Malformed,
+            "the event's contents cannot be hashed".to_owned(),
+        )),
     }
 }

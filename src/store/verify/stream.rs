@@ -5,7 +5,8 @@
 
 use std::collections::HashSet;
 
-use super::chains::chain_fault;
+use super::chains::checked_hash;
+use super::row::ChainRow;
 use super::{Check, Problem, Scope, VerifyReport};
 use crate::store::chain::GENESIS;
 use crate::store::{EventLog, StoreError};
@@ -26,18 +27,20 @@ impl EventLog {
         let mut head = (0, GENESIS);
         for event in &events {
             report.events_checked += 1;
-            if let Some((check, fault)) = chain_fault(event, head.0, &head.1) {
-                report.problem = Some(Problem::Event {
-                    aggregate_type: event.aggregate_type.clone(),
-                    aggregate_id: event.aggregate_id.clone(),
-                    sequence: event.sequence,
-                    position: event.position,
-                    check,
-                    fault,
-                });
-                return Ok(report);
+            match checked_hash(&ChainRow::from(event), head.0, &head.1) {
+                Ok(hash) => head = (event.sequence, hash),
+                Err((check, fault)) => {
+                    report.problem = Some(Problem::Event {
+                        aggregate_type: event.aggregate_type.clone(),
+                        aggregate_id: event.aggregate_id.clone(),
+                        sequence: event.sequence,
+                        position: event.position,
+                        check,
+                        fault,
+                    });
+                    return Ok(report);
+                }
             }
-            head = (event.sequence, event.stored_hash()?);
         }
         let mut positions: HashSet<i64> = events.iter().map(|e| e.position).collect();
         let stored: HashSet<(i64, i64)> = events.iter().map(|e| (e.position, e.sequence)).collect();
