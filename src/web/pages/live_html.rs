@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::live::{
     After, CLOSING_PHASES, ConsensusView, ENDED, Header, LIVE, Slot, SlotState, SynthesisView,
-    VoteRow, consensus, synthesis, votes,
+    VoteRow, consensus, slot_id, synthesis, votes,
 };
 use crate::push::Render;
 use crate::push::frames::{DELTA, Frame};
@@ -36,6 +36,14 @@ struct ConnHtml {
 struct SlotHtml<'a> {
     slot: &'a Slot,
     oob: bool,
+}
+
+/// The next piece of a draft the page already shows, added to its text.
+#[derive(Template)]
+#[template(path = "live/append.html")]
+struct AppendHtml<'a> {
+    id: &'a str,
+    text: &'a str,
 }
 
 #[derive(Template)]
@@ -132,15 +140,19 @@ impl LiveHtml {
         let (phase, agent) = (data["phase"].as_str()?, data["agent"].as_str()?);
         let (attempt, seq) = (data["attempt"].as_u64()?, data["seq"].as_u64()?);
         let text = data["text"].as_str()?.to_owned();
-        let recorded = self
-            .debate
-            .messages
-            .iter()
-            .any(|m| m.round == round && m.phase == phase && m.agent == agent);
-        if recorded || CLOSING_PHASES.contains(&phase) {
+        let at = |r: u32, p: &str, a: &str| r == round && p == phase && a == agent;
+        let d = &self.debate;
+        // A recorded or failed slot shows no draft.
+        if d.messages.iter().any(|m| at(m.round, &m.phase, &m.agent))
+            || d.failures.iter().any(|f| at(f.round, &f.phase, &f.agent))
+            || CLOSING_PHASES.contains(&phase)
+        {
             return None;
         }
         let key = (round, phase.to_owned(), agent.to_owned());
+        // This socket drew the draft of this attempt already: the page
+        // holds every piece so far, in order.
+        let shown = self.drafts.get(&key).is_some_and(|(a, _)| *a == attempt);
         let entry = self.drafts.entry(key).or_insert((attempt, Vec::new()));
         if attempt > entry.0 {
             *entry = (attempt, Vec::new());
@@ -149,6 +161,15 @@ impl LiveHtml {
         }
         let at = entry.1.partition_point(|(s, _)| *s < seq);
         entry.1.insert(at, (seq, text));
+        if shown && at + 1 == entry.1.len() {
+            // The next piece in order (the usual case): only it goes to the
+            // page, so a frame's work stays the same as the draft grows.
+            return Some(html(&AppendHtml {
+                id: &slot_id(round, phase, agent),
+                text: &entry.1[at].1,
+            }));
+        }
+        // The first piece, a new attempt, or one that came out of order.
         Some(self.slot(round, phase, agent))
     }
 

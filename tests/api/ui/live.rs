@@ -225,7 +225,11 @@ async fn texts(socket: &mut Socket, until: &str) -> Vec<String> {
 fn recorded(fragments: &[String]) -> Vec<String> {
     fragments
         .iter()
-        .filter(|f| !f.contains("slot draft") && !f.starts_with("<p id=\"conn\""))
+        .filter(|f| {
+            !f.contains("slot draft")
+                && !f.contains("hx-swap-oob=\"beforeend:")
+                && !f.starts_with("<p id=\"conn\"")
+        })
         .cloned()
         .collect()
 }
@@ -273,6 +277,21 @@ async fn html_fragments_stream_by_id_and_a_replay_repeats_and_misses_nothing(kin
         .position(|f| f.contains(&format!("id=\"{draft_id}\" class=\"card slot\"")))
         .expect("the draft's message was never recorded");
     assert!(drafted < recorded_at);
+    // Once drawn, the draft grows by its next pieces alone (each an
+    // escaped text added to the draft's text), not by the whole slot again.
+    let append = format!("<div hx-swap-oob=\"beforeend:#{draft_id}-text\">");
+    let between = &first[drafted + 1..recorded_at];
+    let appended: Vec<&String> = between.iter().filter(|f| f.starts_with(&append)).collect();
+    assert!(!appended.is_empty(), "no piece was appended: {between:?}");
+    assert!(
+        !between
+            .iter()
+            .any(|f| f.contains(&format!("id=\"{draft_id}\" class=\"card slot draft\""))),
+        "the draft was drawn again for pieces in order"
+    );
+    for fragment in appended {
+        assert!(!fragment.contains("<article"), "{fragment}");
+    }
     for message in detail["messages"].as_array().unwrap() {
         let slot = format!("id=\"{}\" class=\"card slot\"", slot_id(message));
         let count = first.iter().filter(|f| f.contains(&slot)).count();
