@@ -142,7 +142,7 @@ fn position_of(problem: &Problem) -> i64 {
     }
 }
 
-fn event_problem(event: &ChainRow, check: Check, fault: String) -> Problem {
+pub(super) fn event_problem(event: &ChainRow, check: Check, fault: String) -> Problem {
     Problem::Event {
         aggregate_type: event.aggregate_type.clone(),
         aggregate_id: event.aggregate_id.clone(),

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::chains::checked_hash;
+use super::chains::{checked_hash, event_problem};
 use super::row::ChainRow;
 use super::{Check, Problem, Scope, VerifyReport};
 use crate::store::chain::GENESIS;
@@ -27,17 +27,11 @@ impl EventLog {
         let mut head = (0, GENESIS);
         for event in &events {
             report.events_checked += 1;
-            match checked_hash(&ChainRow::from(event), head.0, &head.1) {
+            let row = ChainRow::from(event);
+            match checked_hash(&row, head.0, &head.1) {
                 Ok(hash) => head = (event.sequence, hash),
                 Err((check, fault)) => {
-                    report.problem = Some(Problem::Event {
-                        aggregate_type: event.aggregate_type.clone(),
-                        aggregate_id: event.aggregate_id.clone(),
-                        sequence: event.sequence,
-                        position: event.position,
-                        check,
-                        fault,
-                    });
+                    report.problem = Some(event_problem(&row, check, fault));
                     return Ok(report);
                 }
             }
