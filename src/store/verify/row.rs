@@ -28,11 +28,11 @@ pub(crate) struct ChainRow {
     /// [`ChainRow::hash_contents`] ran; `None` when the stored `prev_hash`
     /// is not a hash.
     pub computed: Option<Hash>,
-    /// The text left for [`ChainRow::hash_contents`] when the reader did
-    /// not hash it.
-    deferred: Option<Texts>,
-    /// Buffers kept from the last deferred row, filled again by the next.
-    spare: Texts,
+    /// The rest of the hashed text, when the reader left the hashing to
+    /// [`ChainRow::hash_contents`] (the buffers are reused row after row).
+    texts: Texts,
+    /// Whether `texts` still waits to be hashed.
+    deferred: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -46,7 +46,8 @@ struct Texts {
 impl ChainRow {
     /// Hashes the contents if the reader left them; a no-op otherwise.
     pub fn hash_contents(&mut self) {
-        if let Some(texts) = self.deferred.take() {
+        if std::mem::take(&mut self.deferred) {
+            let texts = &self.texts;
             let fields = ChainedFields {
                 aggregate_type: &self.aggregate_type,
                 aggregate_id: &self.aggregate_id,
@@ -57,7 +58,6 @@ impl ChainRow {
                 metadata: &texts.metadata,
             };
             self.computed = hash_with(&fields, self.prev_hash);
-            self.spare = texts;
         }
     }
 
@@ -106,14 +106,14 @@ impl ScanRow for ChainRow {
         self.links(&fields, prev_hash, c.bytes()?);
         if C::HASH_ON_READ {
             self.computed = hash_with(&fields, self.prev_hash);
-            self.deferred = None;
+            self.deferred = false;
         } else {
-            let mut texts = std::mem::take(&mut self.spare);
+            let texts = &mut self.texts;
             set(&mut texts.event_type, event_type);
             set(&mut texts.event_version, event_version);
             set(&mut texts.payload, payload);
             set(&mut texts.metadata, metadata);
-            self.deferred = Some(texts);
+            self.deferred = true;
         }
         Ok(())
     }

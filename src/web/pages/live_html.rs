@@ -140,11 +140,11 @@ impl LiveHtml {
         let (phase, agent) = (data["phase"].as_str()?, data["agent"].as_str()?);
         let (attempt, seq) = (data["attempt"].as_u64()?, data["seq"].as_u64()?);
         let text = data["text"].as_str()?.to_owned();
-        let at = |r: u32, p: &str, a: &str| r == round && p == phase && a == agent;
+        let here = |r: u32, p: &str, a: &str| r == round && p == phase && a == agent;
         let d = &self.debate;
         // A recorded or failed slot shows no draft.
-        if d.messages.iter().any(|m| at(m.round, &m.phase, &m.agent))
-            || d.failures.iter().any(|f| at(f.round, &f.phase, &f.agent))
+        if d.messages.iter().any(|m| here(m.round, &m.phase, &m.agent))
+            || d.failures.iter().any(|f| here(f.round, &f.phase, &f.agent))
             || CLOSING_PHASES.contains(&phase)
         {
             return None;
