@@ -325,7 +325,8 @@ impl Push {
         }
     }
 
-    /// Counts a frame written to a socket.
+    /// Counts a message written to a socket (the live page's fragments
+    /// queued together are one).
     pub fn sent(&self) {
         self.0.counters.sent.fetch_add(1, Ordering::AcqRel);
     }

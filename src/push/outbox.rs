@@ -2,6 +2,11 @@
 //! sends through. The queue belongs to the socket's one task, which writes
 //! it out between its waits: no channel and no second task stand between
 //! a session and its socket, so a frame costs one wake of one task.
+//!
+//! HTML fragments (the live page's) queued one after another go out as one
+//! message: a page swaps all of a message's fragments in one go, so agents
+//! streaming at once cost each watching page one parse and one paint, not
+//! one per agent.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -11,13 +16,22 @@ use futures::future::BoxFuture;
 use super::PushError;
 
 /// Frames waiting for the socket, and frames handed to it but not yet
-/// flushed: together bounded by `SERVICE_WS_SEND_BUFFER`.
+/// flushed: together bounded by `SERVICE_WS_SEND_BUFFER` (a fragment
+/// counts as a frame, joined or not).
 #[derive(Debug)]
 pub struct Queue {
-    frames: VecDeque<Arc<str>>,
+    frames: VecDeque<Queued>,
     /// Handed to the socket since it last finished a flush.
     unflushed: usize,
     capacity: usize,
+}
+
+/// A queued message, or part of one.
+#[derive(Debug)]
+struct Queued {
+    text: Arc<str>,
+    /// An HTML fragment, joined with the fragments next to it.
+    fragment: bool,
 }
 
 impl Queue {
@@ -29,11 +43,20 @@ impl Queue {
         }
     }
 
-    /// The next frame to hand to the socket (counted as unflushed).
+    /// The next message to hand to the socket: a frame, or the fragments
+    /// at the front joined (each counted as unflushed).
     pub fn hand_over(&mut self) -> Option<Arc<str>> {
-        let frame = self.frames.pop_front()?;
+        let first = self.frames.pop_front()?;
         self.unflushed += 1;
-        Some(frame)
+        if !first.fragment || !self.frames.front().is_some_and(|next| next.fragment) {
+            return Some(first.text);
+        }
+        let mut joined = String::from(&*first.text);
+        while let Some(next) = self.frames.pop_front_if(|next| next.fragment) {
+            joined.push_str(&next.text);
+            self.unflushed += 1;
+        }
+        Some(joined.into())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -77,10 +100,14 @@ impl<'a> Outbox<'a> {
 
     /// Queues `frame`; a full queue is a slow consumer.
     pub fn send(&mut self, frame: Arc<str>) -> Result<(), PushError> {
+        self.push(frame, false)
+    }
+
+    fn push(&mut self, text: Arc<str>, fragment: bool) -> Result<(), PushError> {
         if !self.queue.has_room() {
             return Err(PushError::Slow);
         }
-        self.queue.frames.push_back(frame);
+        self.queue.frames.push_back(Queued { text, fragment });
         Ok(())
     }
 
@@ -94,10 +121,23 @@ impl<'a> Outbox<'a> {
     /// read from the log, which the client asked for and which would
     /// otherwise overflow a small buffer at once.
     pub async fn send_waiting(&mut self, frame: Arc<str>) -> Result<(), PushError> {
+        self.wait_for_room().await?;
+        self.push(frame, false)
+    }
+
+    /// Queues an HTML fragment, to go out with those next to it; as
+    /// [`Self::send_waiting`] when `wait`, else as [`Self::send`].
+    pub async fn send_fragment(&mut self, html: Arc<str>, wait: bool) -> Result<(), PushError> {
+        if wait {
+            self.wait_for_room().await?;
+        }
+        self.push(html, true)
+    }
+
+    async fn wait_for_room(&mut self) -> Result<(), PushError> {
         while !self.queue.has_room() {
             self.writer.make_room(self.queue).await?;
         }
-        self.queue.frames.push_back(frame);
         Ok(())
     }
 }
@@ -147,5 +187,22 @@ mod tests {
         assert!(!queue.has_room(), "handed but not flushed still counts");
         queue.flushed();
         assert!(queue.has_room());
+    }
+
+    #[tokio::test]
+    async fn fragments_side_by_side_go_as_one_message_and_frames_alone() {
+        let mut queue = Queue::new(8);
+        let mut drain = Drain(Vec::new());
+        let mut out = Outbox::new(&mut queue, &mut drain);
+        out.send_fragment("<a>".into(), false).await.unwrap();
+        out.send_fragment("<b>".into(), true).await.unwrap();
+        out.send("{}".into()).unwrap();
+        out.send_fragment("<c>".into(), false).await.unwrap();
+        out.send("{}".into()).unwrap();
+        out.send("{}".into()).unwrap();
+        let messages: Vec<_> = std::iter::from_fn(|| queue.hand_over()).collect();
+        let expected: Vec<Arc<str>> = ["<a><b>", "{}", "<c>", "{}", "{}"].map(Arc::from).into();
+        assert_eq!(messages, expected);
+        assert_eq!(queue.used(), 6, "each fragment counts against the buffer");
     }
 }

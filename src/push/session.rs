@@ -161,7 +161,7 @@ impl Session {
                 }
                 session.catch_up(from, head, out).await?;
                 if let Some(opened) = session.render.as_mut().and_then(|r| r.opened()) {
-                    out.send_waiting(opened.into()).await?;
+                    out.send_fragment(opened.into(), true).await?;
                 }
             }
             (None, Some(id)) => session.subscribe(id, out).await?,
@@ -421,17 +421,13 @@ impl Session {
         if !self.debates.contains(id) && !self.may_read(frame).await? {
             return Ok(());
         }
-        let text = match &mut self.render {
+        match &mut self.render {
             Some(render) => match render.frame(frame) {
-                Some(html) => Arc::from(html),
-                None => return Ok(()),
+                Some(html) => out.send_fragment(html.into(), wait).await,
+                None => Ok(()),
             },
-            None => frame.json.clone(),
-        };
-        if wait {
-            out.send_waiting(text).await
-        } else {
-            out.send(text)
+            None if wait => out.send_waiting(frame.json.clone()).await,
+            None => out.send(frame.json.clone()),
         }
     }
 

@@ -246,8 +246,15 @@ async fn run(
     // up in a burst: the client always gets a whole period to answer.
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut alive = true;
+    // The last wake brought frames: look for more before writing, so that
+    // what happened at the same moment (agents answering side by side, and
+    // their answers recorded) is queued together and the live page's go
+    // out as one message; up to half the buffer, past which deltas would
+    // be dropped, so that a flood still gets written.
+    let mut gathering = false;
     loop {
-        // In this order: what the last round queued goes out first; a
+        // In this order: what the last round queued goes out first (unless
+        // it is `gathering` and more is ready); a
         // call's deltas are handed over before the batch that records its
         // answer, which they precede. Each batch wakes every socket: looked
         // at first, it is often all a wake polls before the round that
@@ -255,7 +262,8 @@ async fn run(
         // after (each look takes a lock), and the task's budget still
         // yields to them under a flood of batches.
         let wake = poll_fn(|cx| {
-            if wire.poll_write(queue, cx).is_err() {
+            let gather = std::mem::take(&mut gathering);
+            if !gather && wire.poll_write(queue, cx).is_err() {
                 return Poll::Ready(Wake::Broken);
             }
             if let Poll::Ready(Some(frame)) = deltas.poll_next_unpin(cx) {
@@ -263,6 +271,9 @@ async fn run(
             }
             if let Poll::Ready(Some(received)) = batches.poll_next_unpin(cx) {
                 return Poll::Ready(Wake::Batch(received));
+            }
+            if gather && wire.poll_write(queue, cx).is_err() {
+                return Poll::Ready(Wake::Broken);
             }
             if let Poll::Ready(message) = wire.socket.poll_next_unpin(cx) {
                 return Poll::Ready(Wake::Client(message));
@@ -278,8 +289,16 @@ async fn run(
         .await;
         let mut out = Outbox::new(queue, wire);
         let handled = match wake {
-            Wake::Delta(frame) => session.delta(&frame, &mut out).await,
-            Wake::Batch(received) => session.live(received, &mut out).await,
+            Wake::Delta(frame) => {
+                let handled = session.delta(&frame, &mut out).await;
+                gathering = out.has_room_for_extras();
+                handled
+            }
+            Wake::Batch(received) => {
+                let handled = session.live(received, &mut out).await;
+                gathering = out.has_room_for_extras();
+                handled
+            }
             // Boxed: client messages are rare, and what they may do
             // (subscribe, read the log) would otherwise size the loop.
             Wake::Client(Some(Ok(Message::Text(text)))) => {
