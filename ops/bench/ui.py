@@ -10,7 +10,10 @@ minutes (these machines are noisy):
   over 10 viewers watching one debate together (goal: at most 50 ms;
   AGON_BENCH_UI_VIEWERS, AGON_BENCH_UI_DELTA_MS);
 - the live page's element count over a long debate (goal: bounded; the
-  duration is AGON_BENCH_UI_MINUTES, 30 by default).
+  duration is AGON_BENCH_UI_MINUTES, 30 by default, 0 to skip).
+
+Chromium's own omnibox pop-up, which it loads with every new tab, is off
+(AGON_BENCH_UI_BROWSER_POPUP=1 keeps it): see QUIET.
 
 The baseline page is served by a one-line static server in this process:
 the binary serves no page without its layout. The same layout's 404 page
@@ -44,6 +47,13 @@ MINUTES = float(os.environ.get("AGON_BENCH_UI_MINUTES", "30"))
 # to load together on two cores, so that all ten watch most of it (three
 # agents, about 20 frames a second to each page).
 DELTA_MS = int(os.environ.get("AGON_BENCH_UI_DELTA_MS", "150"))
+# Chromium loads its own omnibox pop-up (a WebUI page of some 150 modules)
+# in every new tab, while the tab's first page loads on the same two cores:
+# the browser's work, not the page's, which added up to 50 ms to a first
+# paint here. Off unless AGON_BENCH_UI_BROWSER_POPUP=1.
+QUIET = [] if os.environ.get("AGON_BENCH_UI_BROWSER_POPUP") == "1" else [
+    "--disable-features=WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup",
+]
 FCP = """new Promise(done => {
   const seen = performance.getEntriesByName('first-contentful-paint');
   if (seen.length) return done(seen[0].startTime);
@@ -222,6 +232,8 @@ def delta_latency(browser, agon, viewers=int(os.environ.get("AGON_BENCH_UI_VIEWE
 
 
 def bounded_dom(browser, agon):
+    if MINUTES <= 0:
+        return
     agents = ["demo-a", "demo-b", "demo-c"]
     deadline = time.time() + MINUTES * 60
     context = browser.new_context()
@@ -245,7 +257,7 @@ def main():
     binary = os.environ.get("AGON_BIN", str(ROOT / "target" / "release" / "agon"))
     server, baseline_url = one_line_server()
     with tempfile.TemporaryDirectory() as fast_dir, tempfile.TemporaryDirectory() as slow_dir, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS + QUIET)
         fast, agon = serve(binary, fast_dir, 0)
         try:
             if os.environ.get("AGON_BENCH_UI_PAINT", "1") == "1":
