@@ -59,11 +59,9 @@ pub async fn overview(
     Admin(caller): Admin,
 ) -> Result<Response, PageError> {
     let console = state.console()?;
-    let stats = console
-        .ops
-        .admin_stats()
-        .await
-        .map_err(PageError::internal)?;
+    // Side by side: each reads the store, and the page waits for both.
+    let (stats, report) = tokio::join!(console.ops.admin_stats(), console.platform.report());
+    let stats = stats.map_err(PageError::internal)?;
     let push = console.push.stats();
     render(&OverviewPage {
         chrome: Chrome::for_caller(Some(&caller), "admin"),
@@ -73,7 +71,7 @@ pub async fn overview(
         ws_connections: push.connections,
         ws_subscriptions: push.subscriptions,
         breakers: state.agents.breakers(),
-        report: console.platform.report().await,
+        report,
     })
 }
 

@@ -17,12 +17,14 @@ pub mod sign_up;
 pub mod webhooks;
 
 use askama::Template;
+use axum::extract::State;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use super::assets::ASSETS;
 use super::error::PageError;
-use super::session::Visitor;
+use super::session::{SignedIn, Visitor};
 use crate::auth::Caller;
+use crate::debates::Debates;
 
 /// What the layout shows around every page: the signed-in user, the
 /// navigation and the hashed asset addresses.
@@ -148,11 +150,13 @@ impl Confirm {
     }
 }
 
-/// `/`: the start-a-debate page for a signed-in user, else the sign-in page.
-pub async fn home(visitor: Visitor) -> Response {
+/// `/`: the start-a-debate page for a signed-in user, served here (a
+/// redirect would cost a round trip before the first paint, and signing in
+/// lands here), else the sign-in page.
+pub async fn home(debates: State<Debates>, visitor: Visitor) -> Result<Response, PageError> {
     match visitor.0 {
-        Some(_) => Redirect::to("/debates/new").into_response(),
-        None => Redirect::to("/login").into_response(),
+        Some(caller) => debates::form(debates, SignedIn(caller)).await,
+        None => Ok(Redirect::to("/login").into_response()),
     }
 }
 

@@ -53,6 +53,8 @@ async fn every_page_carries_the_policy_and_keeps_its_budgets(kind: Kind) {
         ("/verify-email?token=nope", false, 404),
         ("/invite?token=nope", false, 404),
         ("/debates/new", true, 200),
+        // The start page itself, not a redirect to it.
+        ("/", true, 200),
         (debate.as_str(), true, 200),
         ("/debates/not-a-debate", true, 404),
         ("/assets/nothing.js", false, 404),
