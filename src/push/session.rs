@@ -198,6 +198,12 @@ impl Session {
         }
     }
 
+    /// Whether it sends HTML fragments (the live page), which go out joined
+    /// when queued side by side; JSON frames are a message each.
+    pub fn sends_fragments(&self) -> bool {
+        self.render.is_some()
+    }
+
     /// The session's live streams, for the socket loop to wait on (once;
     /// `None` after).
     pub fn take_live(&mut self) -> Option<Live> {

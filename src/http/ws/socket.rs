@@ -246,11 +246,13 @@ async fn run(
     // up in a burst: the client always gets a whole period to answer.
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut alive = true;
-    // The last wake brought frames: look for more before writing, so that
-    // what happened at the same moment (agents answering side by side, and
-    // their answers recorded) is queued together and the live page's go
-    // out as one message; up to half the buffer, past which deltas would
-    // be dropped, so that a flood still gets written.
+    // The last wake brought the live page fragments: look for more before
+    // writing, so that what happened at the same moment (agents answering
+    // side by side, and their answers recorded) goes out as one message; up
+    // to half the buffer, past which deltas would be dropped, so that a
+    // flood still gets written. JSON frames gain nothing by waiting (each
+    // is a message), and their clients keep the whole buffer for a burst.
+    let joins = session.sends_fragments();
     let mut gathering = false;
     loop {
         // In this order: what the last round queued goes out first (unless
@@ -291,12 +293,12 @@ async fn run(
         let handled = match wake {
             Wake::Delta(frame) => {
                 let handled = session.delta(&frame, &mut out).await;
-                gathering = out.has_room_for_extras();
+                gathering = joins && out.has_room_for_extras();
                 handled
             }
             Wake::Batch(received) => {
                 let handled = session.live(received, &mut out).await;
-                gathering = out.has_room_for_extras();
+                gathering = joins && out.has_room_for_extras();
                 handled
             }
             // Boxed: client messages are rare, and what they may do
