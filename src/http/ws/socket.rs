@@ -246,7 +246,7 @@ async fn run(
     // up in a burst: the client always gets a whole period to answer.
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut alive = true;
-    // The last wake brought the live page fragments: look for more before
+    // The last wake brought the live page's fragments: look for more before
     // writing, so that what happened at the same moment (agents answering
     // side by side, and their answers recorded) goes out as one message; up
     // to half the buffer, past which deltas would be dropped, so that a
@@ -256,9 +256,8 @@ async fn run(
     let mut gathering = false;
     loop {
         // In this order: what the last round queued goes out first (unless
-        // it is `gathering` and more is ready); a
-        // call's deltas are handed over before the batch that records its
-        // answer, which they precede. Each batch wakes every socket: looked
+        // it is `gathering` and more is ready); a call's deltas are handed
+        // over before the batch that records its answer, which they precede. Each batch wakes every socket: looked
         // at first, it is often all a wake polls before the round that
         // finds nothing; the client, the clock and the stop token come
         // after (each look takes a lock), and the task's budget still
