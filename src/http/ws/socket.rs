@@ -257,11 +257,12 @@ async fn run(
     loop {
         // In this order: what the last round queued goes out first (unless
         // it is `gathering` and more is ready); a call's deltas are handed
-        // over before the batch that records its answer, which they precede. Each batch wakes every socket: looked
-        // at first, it is often all a wake polls before the round that
-        // finds nothing; the client, the clock and the stop token come
-        // after (each look takes a lock), and the task's budget still
-        // yields to them under a flood of batches.
+        // over before the batch that records its answer, which they
+        // precede. Each batch wakes every socket: looked at first, it is
+        // often all a wake polls before the round that finds nothing; the
+        // client, the clock and the stop token come after (each look takes
+        // a lock), and the task's budget still yields to them under a flood
+        // of batches.
         let wake = poll_fn(|cx| {
             let gather = std::mem::take(&mut gathering);
             if !gather && wire.poll_write(queue, cx).is_err() {
