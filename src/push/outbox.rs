@@ -73,6 +73,12 @@ impl Queue {
         self.used() < self.capacity
     }
 
+    /// Whether less than half of the buffer is taken: room for frames that
+    /// may be dropped (deltas) without crowding out the recorded ones.
+    pub fn has_room_for_extras(&self) -> bool {
+        self.used() * 2 < self.capacity
+    }
+
     fn used(&self) -> usize {
         self.frames.len() + self.unflushed
     }
@@ -111,10 +117,9 @@ impl<'a> Outbox<'a> {
         Ok(())
     }
 
-    /// Whether less than half of the buffer is taken: room for frames that
-    /// may be dropped (deltas) without crowding out the recorded ones.
+    /// See [`Queue::has_room_for_extras`].
     pub fn has_room_for_extras(&self) -> bool {
-        self.queue.used() * 2 < self.queue.capacity
+        self.queue.has_room_for_extras()
     }
 
     /// Queues `frame` once there is room, writing to make it: for frames

@@ -289,18 +289,11 @@ async fn run(
             Poll::Pending
         })
         .await;
+        let brought_frames = matches!(wake, Wake::Delta(_) | Wake::Batch(_));
         let mut out = Outbox::new(queue, wire);
         let handled = match wake {
-            Wake::Delta(frame) => {
-                let handled = session.delta(&frame, &mut out).await;
-                gathering = joins && out.has_room_for_extras();
-                handled
-            }
-            Wake::Batch(received) => {
-                let handled = session.live(received, &mut out).await;
-                gathering = joins && out.has_room_for_extras();
-                handled
-            }
+            Wake::Delta(frame) => session.delta(&frame, &mut out).await,
+            Wake::Batch(received) => session.live(received, &mut out).await,
             // Boxed: client messages are rare, and what they may do
             // (subscribe, read the log) would otherwise size the loop.
             Wake::Client(Some(Ok(Message::Text(text)))) => {
@@ -327,6 +320,7 @@ async fn run(
             }
             Wake::Stopped => return stop.code(),
         };
+        gathering = joins && brought_frames && queue.has_room_for_extras();
         match handled {
             Ok(()) => {}
             Err(PushError::Slow) => return slow(push),
