@@ -10,6 +10,10 @@ pub struct WebSettings {
     pub page_size: u32,
     /// `SERVICE_UI_RECENT_ERRORS`: recent errors the console lists. Default 20.
     pub recent_errors: usize,
+    /// `SERVICE_UI_DEBATE_CONTRIBUTIONS`: contributions a debate's page
+    /// shows at once; a longer debate's rounds come a few at a time, linked
+    /// (a round is never split). Default 50.
+    pub debate_contributions: u32,
 }
 
 impl Default for WebSettings {
@@ -17,6 +21,7 @@ impl Default for WebSettings {
         Self {
             page_size: 50,
             recent_errors: 20,
+            debate_contributions: 50,
         }
     }
 }
@@ -32,6 +37,12 @@ impl WebSettings {
                 1_000,
                 defaults.recent_errors as u32,
             )? as usize,
+            debate_contributions: vars.within_u32(
+                "SERVICE_UI_DEBATE_CONTRIBUTIONS",
+                1,
+                100_000,
+                defaults.debate_contributions,
+            )?,
         })
     }
 }

@@ -13,11 +13,14 @@ use std::fmt::Write as _;
 use agon_aggregates::debate::{AgentFailure, Debate, Message, Synthesis, VoteChoice};
 use agon_aggregates::ids::DebateId;
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use serde::Deserialize;
+
 use super::{Chrome, render};
+use crate::config::WebSettings;
 use crate::debates::Debates;
 use crate::views::debates::DebateDetail;
 use crate::web::assets::ASSETS;
@@ -143,20 +146,74 @@ pub struct RoundView {
     pub phases: Vec<PhaseView>,
 }
 
-/// Every round's phases with a slot per agent, as the protocol plans them.
-pub(super) fn rounds(debate: &Debate) -> Vec<RoundView> {
+/// Which rounds a page shows. A debate longer than
+/// `SERVICE_UI_DEBATE_CONTRIBUTIONS` is cut into pages of whole rounds,
+/// each a link (`?round=`), so that its page parses and lays out a few
+/// rounds, not hundreds of contributions; without a choice the page shows
+/// the current round's page and, while the debate runs, every round after
+/// it (their empty slots cost little), so that a watching page follows the
+/// debate into rounds it did not have when it loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundPages {
+    pub first: u32,
+    pub last: u32,
+    pub of: u32,
+    /// Every page's first and last round, when there is more than one.
+    pub links: Vec<(u32, u32)>,
+}
+
+impl RoundPages {
+    /// `per_round`: the contributions a round holds (agents times phases);
+    /// `current`: the highest round with a message (0: none yet).
+    pub(super) fn choose(
+        rounds: u32,
+        per_round: u32,
+        limit: u32,
+        current: u32,
+        running: bool,
+        asked: Option<u32>,
+    ) -> Self {
+        let size = (limit / per_round.max(1)).max(1);
+        if rounds <= size {
+            return Self {
+                first: 1,
+                last: rounds,
+                of: rounds,
+                links: Vec::new(),
+            };
+        }
+        let start = |round: u32| (round - 1) / size * size + 1;
+        let end = |first: u32| (first + size - 1).min(rounds);
+        let (first, last) = match asked.filter(|n| (1..=rounds).contains(n)) {
+            Some(n) => (start(n), end(start(n))),
+            None => {
+                let first = start(current.clamp(1, rounds));
+                (first, if running { rounds } else { end(first) })
+            }
+        };
+        Self {
+            first,
+            last,
+            of: rounds,
+            links: (1..=rounds)
+                .step_by(size as usize)
+                .map(|s| (s, end(s)))
+                .collect(),
+        }
+    }
+}
+
+/// The shown rounds' phases with a slot per agent, as the protocol plans them.
+pub(super) fn rounds(debate: &Debate, pages: &RoundPages) -> Vec<RoundView> {
     let Some(protocol) = &debate.protocol else {
         return Vec::new();
     };
-    (1..=protocol.rounds)
+    (pages.first..=pages.last.min(protocol.rounds))
         .map(|number| RoundView {
             number,
-            phases: protocol
-                .phases
-                .iter()
-                .filter(|p| !CLOSING_PHASES.contains(&p.as_str()))
+            phases: round_phases(debate)
                 .map(|phase| PhaseView {
-                    name: phase.clone(),
+                    name: phase.to_owned(),
                     slots: debate
                         .agents
                         .iter()
@@ -166,6 +223,32 @@ pub(super) fn rounds(debate: &Debate) -> Vec<RoundView> {
                 .collect(),
         })
         .collect()
+}
+
+/// The phases each round runs (the closing ones run once, after them).
+fn round_phases(debate: &Debate) -> impl Iterator<Item = &str> {
+    debate
+        .protocol
+        .iter()
+        .flat_map(|p| p.phases.iter())
+        .map(String::as_str)
+        .filter(|p| !CLOSING_PHASES.contains(p))
+}
+
+/// The pages of a debate's rounds, for what the address asked.
+pub(super) fn round_pages(debate: &Debate, limit: u32, asked: Option<u32>) -> RoundPages {
+    let rounds = debate.protocol.as_ref().map_or(0, |p| p.rounds);
+    let per_round =
+        u32::try_from(debate.agents.len() * round_phases(debate).count()).unwrap_or(u32::MAX);
+    let current = debate.messages.iter().map(|m| m.round).max().unwrap_or(0);
+    RoundPages::choose(
+        rounds,
+        per_round,
+        limit,
+        current,
+        !debate.status.is_finished(),
+        asked,
+    )
 }
 
 /// The synthesis, its text as HTML.
@@ -283,6 +366,7 @@ struct DebatePage {
     /// The socket's address while the debate runs.
     live: Option<String>,
     consensus: Option<ConsensusView>,
+    pages: RoundPages,
     rounds: Vec<RoundView>,
     failures: Vec<AgentFailure>,
     synthesis: Option<SynthesisView>,
@@ -296,12 +380,20 @@ pub(super) const OFFLINE: &str = "not live: reload the page to see new contribut
 pub(super) const LIVE: &str = "live";
 pub(super) const ENDED: &str = "the debate has ended";
 
+/// `?round=`: a round whose page to show (anything else: the current one).
+#[derive(Debug, Deserialize)]
+pub struct RoundQuery {
+    round: Option<String>,
+}
+
 /// `GET /debates/{id}`: the debate as recorded, if the user may see it,
 /// following it live while it runs.
 pub async fn show(
     State(debates): State<Debates>,
+    State(settings): State<WebSettings>,
     SignedIn(caller): SignedIn,
     Path(id): Path<String>,
+    Query(query): Query<RoundQuery>,
 ) -> Result<Response, PageError> {
     let id = DebateId::parse(&id).map_err(|_| PageError::NotFound)?;
     let (debate, position) = debates
@@ -310,6 +402,8 @@ pub async fn show(
         .map_err(PageError::internal)?
         .ok_or(PageError::NotFound)?;
     let finished = debate.status.is_finished();
+    let asked = query.round.and_then(|r| r.parse().ok());
+    let pages = round_pages(&debate, settings.debate_contributions, asked);
     render(&DebatePage {
         chrome: Chrome::for_caller(Some(&caller), ""),
         hx_ws: &ASSETS.htmx_ws.url,
@@ -324,7 +418,8 @@ pub async fn show(
             )
         }),
         consensus: consensus(&debate),
-        rounds: rounds(&debate),
+        rounds: rounds(&debate, &pages),
+        pages,
         failures: debate.failures.clone(),
         synthesis: synthesis(&debate),
         votes: votes(&debate),
@@ -382,5 +477,27 @@ mod tests {
                 .all(|c| c.is_ascii_alphanumeric() || c == '_')
         );
         assert_eq!(slot_id(2, "opening", "demo-a"), "c-2-opening-demo_2da");
+    }
+
+    #[test]
+    fn a_short_debate_is_one_page_and_a_long_one_a_few_whole_rounds_a_page() {
+        // 12 rounds of 9 contributions, 50 to a page: 5 rounds a page.
+        let all = RoundPages::choose(5, 9, 50, 3, true, None);
+        assert_eq!((all.first, all.last, all.links.len()), (1, 5, 0));
+        let ended = RoundPages::choose(12, 9, 50, 12, false, None);
+        assert_eq!((ended.first, ended.last), (11, 12));
+        assert_eq!(ended.links, vec![(1, 5), (6, 10), (11, 12)]);
+        let asked = RoundPages::choose(12, 9, 50, 12, false, Some(7));
+        assert_eq!((asked.first, asked.last), (6, 10));
+        // Out of range: the current page, as if nothing was asked.
+        assert_eq!(RoundPages::choose(12, 9, 50, 12, false, Some(13)), ended);
+        // Running: the current round's page and every round after it.
+        let running = RoundPages::choose(12, 9, 50, 7, true, None);
+        assert_eq!((running.first, running.last), (6, 12));
+        let fresh = RoundPages::choose(12, 9, 50, 0, true, None);
+        assert_eq!((fresh.first, fresh.last), (1, 12));
+        // A round larger than the limit is still shown whole, one a page.
+        let big = RoundPages::choose(3, 80, 50, 3, false, Some(2));
+        assert_eq!((big.first, big.last, big.links.len()), (2, 2, 3));
     }
 }

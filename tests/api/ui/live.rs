@@ -22,6 +22,7 @@ on_both_backends! {
     the_recorded_page_shows_every_contribution_and_the_consensus => the_recorded_page_shows_every_contribution_and_the_consensus;
     html_fragments_stream_by_id_and_a_replay_repeats_and_misses_nothing => html_fragments_stream_by_id_and_a_replay_repeats_and_misses_nothing;
     the_cookie_opens_the_socket_only_from_our_own_origin => the_cookie_opens_the_socket_only_from_our_own_origin;
+    a_long_debate_shows_its_rounds_a_page_at_a_time => a_long_debate_shows_its_rounds_a_page_at_a_time;
 }
 
 /// Agent text the demo agents quote back from the topic.
@@ -109,6 +110,62 @@ fn assert_inert(html: &str) {
         "script link in {html}"
     );
     assert!(!html.contains("onerror=alert(1)>"), "{html}");
+}
+
+/// Nine contributions a page: the two-round debate of three agents (three
+/// phases a round, nine contributions) shows one round a page, the last by
+/// default, the other by its link; anything else asked is the default.
+async fn a_long_debate_shows_its_rounds_a_page_at_a_time(kind: Kind) {
+    let live = live(kind, &[("SERVICE_UI_DEBATE_CONTRIBUTIONS", "9")]).await;
+    let base = &live.app.base;
+    let jar = ui_sign_in(base, "rhea@example.com").await;
+    let path = start(base, &jar).await;
+    let id = path.trim_start_matches("/debates/");
+    let detail = ended(base, &jar, id).await;
+    let in_round = |round: u64| {
+        detail["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(move |m| m["round"].as_u64() == Some(round))
+            .map(|m| format!("id=\"{}\"", slot_id(m)))
+            .collect::<Vec<_>>()
+    };
+    let (first, second) = (in_round(1), in_round(2));
+    assert!(!first.is_empty() && !second.is_empty(), "{detail}");
+    let shows = |html: &str, slots: &[String]| slots.iter().all(|slot| html.contains(slot));
+    let misses = |html: &str, slots: &[String]| slots.iter().all(|slot| !html.contains(slot));
+
+    let last = page(base, &jar, &path).await;
+    assert!(shows(&last, &second) && misses(&last, &first), "{last}");
+    assert!(last.contains("Round 2 of 2 shown."), "{last}");
+    assert!(
+        last.contains(&format!("<a href=\"/debates/{id}?round=1\">Round 1</a>")),
+        "{last}"
+    );
+    assert!(
+        last.contains(&format!(
+            "<a href=\"/debates/{id}?round=2\" aria-current=\"page\">Round 2</a>"
+        )),
+        "{last}"
+    );
+    // The consensus stays on every page.
+    assert!(last.contains("<meter id=\"confidence\""));
+
+    let earlier = page(base, &jar, &format!("{path}?round=1")).await;
+    assert!(
+        shows(&earlier, &first) && misses(&earlier, &second),
+        "{earlier}"
+    );
+    assert!(earlier.contains("Round 1 of 2 shown."), "{earlier}");
+    for odd in ["0", "3", "x", ""] {
+        let html = page(base, &jar, &format!("{path}?round={odd}")).await;
+        assert!(
+            shows(&html, &second) && misses(&html, &first),
+            "round={odd}"
+        );
+    }
+    live.app.stop.cancel();
 }
 
 async fn the_recorded_page_shows_every_contribution_and_the_consensus(kind: Kind) {
