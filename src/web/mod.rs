@@ -140,7 +140,12 @@ pub fn router(state: WebState) -> Router {
         .route("/assets/{file}", get(assets::serve))
         .route("/account", get(pages::account::show))
         .route("/account/password", post(pages::account::password))
-        .route("/account/keys", post(pages::account::create_key))
+        .route("/account/sessions", get(pages::account::show))
+        .route(
+            "/account/keys",
+            get(pages::account::show).post(pages::account::create_key),
+        )
+        .route("/account/limits", get(pages::account::show))
         .route(
             "/account/keys/{id}/revoke",
             get(pages::account::confirm_key).post(pages::account::revoke_key),
@@ -152,11 +157,18 @@ pub fn router(state: WebState) -> Router {
         .route("/account/mfa/setup", post(pages::account::mfa_setup))
         .route("/account/mfa/enable", post(pages::account::mfa_enable))
         .route("/account/mfa/disable", post(pages::account::mfa_disable))
-        .route("/account/organization", post(pages::account::organization))
+        .route(
+            "/account/organization",
+            get(pages::account::show).post(pages::account::organization),
+        )
         .route("/account/invite", post(pages::account::invite))
         .route("/leaderboard", get(pages::leaderboard::show))
         .route("/developer", get(pages::developer::show))
-        .route("/developer/webhooks", post(pages::webhooks::create))
+        .route(
+            "/developer/webhooks",
+            get(pages::developer::show).post(pages::webhooks::create),
+        )
+        .route("/developer/events", get(pages::developer::show))
         .route("/developer/webhooks/{id}", get(pages::webhooks::deliveries))
         .route("/developer/webhooks/{id}/ping", post(pages::webhooks::ping))
         .route(
@@ -169,6 +181,7 @@ pub fn router(state: WebState) -> Router {
         )
         .route("/admin", get(pages::admin::overview))
         .route("/admin/users", get(pages::admin::users))
+        .route("/admin/{part}", get(pages::admin::part))
         .route(
             "/admin/accounts/{id}/{action}",
             get(pages::admin::confirm).post(pages::admin::act),

@@ -35,6 +35,9 @@ def test_an_api_key_is_shown_once_works_and_is_refused_once_revoked(agon, watche
     email = signed_in_account(agon, page)
     assert page.get_by_text(email).first.is_visible()
     check_page(page, "account")
+    page.get_by_role("link", name="API keys", exact=True).click()
+    page.get_by_role("heading", name="API keys").wait_for()
+    check_page(page, "account-keys")
     page.get_by_label("New key name").fill("script <one>")
     page.get_by_role("button", name="Create API key").click()
     key = page.locator("#new-key").inner_text()
@@ -42,7 +45,7 @@ def test_an_api_key_is_shown_once_works_and_is_refused_once_revoked(agon, watche
     check_page(page, "account-key-created")
     assert status_with(agon.base, key) == 200
 
-    page.goto(agon.base + "/account")
+    page.goto(agon.base + "/account/keys")
     assert page.locator("#new-key").count() == 0
     assert key not in page.content()
     page.get_by_role("link", name="Revoke script <one>").click()
@@ -52,6 +55,13 @@ def test_an_api_key_is_shown_once_works_and_is_refused_once_revoked(agon, watche
     page.get_by_role("button", name="Revoke key").click()
     page.get_by_text("The API key was revoked").wait_for()
     assert status_with(agon.base, key) == 401
+
+    page.get_by_role("link", name="Organization", exact=True).click()
+    page.get_by_role("heading", name="Organization").wait_for()
+    check_page(page, "account-organization")
+    page.get_by_role("link", name="Rate limits", exact=True).click()
+    page.get_by_role("heading", name="Rate limits").wait_for()
+    check_page(page, "account-limits")
 
 
 def test_signing_out_other_sessions_signs_out_another_browser(agon, browser, watched):
@@ -63,7 +73,9 @@ def test_signing_out_other_sessions_signs_out_another_browser(agon, browser, wat
         sign_in(second, agon.base, email)
         second.get_by_role("heading", name="Start a debate").wait_for()
 
-        page.reload()
+        page.get_by_role("link", name="Sessions", exact=True).click()
+        page.get_by_role("heading", name="Sessions").wait_for()
+        check_page(page, "account-sessions")
         page.get_by_role("link", name="Sign out every other session").click()
         check_page(page, "account-sessions-confirm")
         page.get_by_role("button", name="Sign out other sessions").click()
@@ -98,5 +110,7 @@ def test_the_developer_portal(agon, watched):
     page.get_by_role("link", name="Developer").click()
     page.get_by_role("heading", name="Developer portal").wait_for()
     assert page.locator("#server").inner_text().startswith("http")
-    page.locator("summary", has_text="agent.delta").click()
     check_page(page, "developer")
+    page.get_by_role("link", name="WebSocket messages").click()
+    page.locator("summary", has_text="agent.delta").click()
+    check_page(page, "developer-events")

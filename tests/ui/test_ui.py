@@ -138,7 +138,9 @@ def test_keyboard_only_sign_in_and_a_debate(agon, watched):
             break
         page.wait_for_timeout(200)
         page.reload()
-    assert page.get_by_text("completed", exact=True).is_visible()
+    # The consensus is recorded just before the debate ends: the status
+    # follows over the socket (or with the next reload).
+    page.get_by_text("completed", exact=True).wait_for()
     check_page(page, "debate")
     page.goto(agon.base + "/debates/01900000-0000-7000-8000-000000000000")
     page.get_by_role("heading", name="Page not found").wait_for()

@@ -45,7 +45,9 @@ def test_a_webhook_is_added_tested_and_redelivered(agon, watched):
         register_via_api(agon, email)
         sign_in(page, agon.base, email)
         page.get_by_role("link", name="Developer").click()
+        page.get_by_role("link", name="Webhooks").click()
         page.get_by_role("heading", name="Webhooks").wait_for()
+        check_page(page, "developer-webhooks")
         page.get_by_label("Address (http or https)").fill(f"http://127.0.0.1:{server.server_address[1]}/hook")
         page.get_by_role("button", name="Add webhook").click()
         secret = page.locator("#new-secret code.secret").inner_text()
@@ -63,7 +65,7 @@ def test_a_webhook_is_added_tested_and_redelivered(agon, watched):
         wait_for(lambda: len(seen) == 2, "the redelivery arrived")
         assert seen[1] == seen[0]
 
-        page.goto(f"{agon.base}/developer")
+        page.goto(f"{agon.base}/developer/webhooks")
         assert secret not in page.content()
     finally:
         server.shutdown()

@@ -1,6 +1,7 @@
-//! `/account`: the signed-in user's own profile, password, second factor,
-//! sessions, named API keys and organization, each form calling the same
-//! accounts command as its `/api/auth/…` route. Secrets (a new API key,
+//! `/account`: the signed-in user's own profile, password and second
+//! factor, and beside it (each a page of its own, [`Part`]) sessions,
+//! named API keys, organization and rate limits, each form calling the
+//! same accounts command as its `/api/auth/…` route. Secrets (a new API key,
 //! the TOTP secret, backup codes) appear on the one response that made
 //! them, which like every page is `no-store`; what removes something asks
 //! first on a page of its own ([`super::confirm`]).
@@ -8,13 +9,13 @@
 use agon_aggregates::account::RevokeReason;
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{MatchedPath, Path, Query, State};
 use axum::http::StatusCode;
 use axum::http::header::SET_COOKIE;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Chrome, Confirm, Fields, render};
+use super::{Chrome, Confirm, Fields, SubNav, render};
 use crate::auth::api_keys::ApiKeyInfo;
 use crate::auth::{Auth, AuthError, Caller};
 use crate::web::WebState;
@@ -43,10 +44,80 @@ pub struct Profile {
     pub org: Option<(String, String)>,
 }
 
+/// The account's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Profile,
+    Sessions,
+    Keys,
+    Organization,
+    Limits,
+}
+
+impl Part {
+    const LINKS: &'static [(&'static str, &'static str)] = &[
+        ("/account", "Profile and security"),
+        ("/account/sessions", "Sessions"),
+        ("/account/keys", "API keys"),
+        ("/account/organization", "Organization"),
+        ("/account/limits", "Rate limits"),
+    ];
+
+    const ALL: [Self; 5] = [
+        Self::Profile,
+        Self::Sessions,
+        Self::Keys,
+        Self::Organization,
+        Self::Limits,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The part whose page `path` is.
+    fn at(path: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.path() == path)
+    }
+
+    fn path(self) -> &'static str {
+        Self::LINKS[self.index()].0
+    }
+
+    fn heading(self) -> &'static str {
+        Self::LINKS[self.index()].1
+    }
+
+    /// The name the template tests.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Profile => "profile",
+            Self::Sessions => "sessions",
+            Self::Keys => "keys",
+            Self::Organization => "organization",
+            Self::Limits => "limits",
+        }
+    }
+
+    /// The page a `done` code is reported on.
+    fn of_done(code: &str) -> Self {
+        match code {
+            "session" | "others" => Self::Sessions,
+            "key" => Self::Keys,
+            "org" => Self::Organization,
+            _ => Self::Profile,
+        }
+    }
+}
+
 #[derive(Template)]
 #[template(path = "account.html")]
 struct AccountPage {
     chrome: Chrome,
+    subnav: SubNav,
+    /// [`Part::name`] of this page.
+    part: &'static str,
+    heading: &'static str,
     profile: Profile,
     sessions: Vec<SessionRow>,
     keys: Vec<ApiKeyInfo>,
@@ -56,7 +127,7 @@ struct AccountPage {
     new_key: Option<String>,
     /// Invitation sent: the address, and whether the mail went out.
     invited: Option<(String, bool)>,
-    /// The user's rate-limit buckets (on the page's own address only).
+    /// The user's rate-limit buckets ([`Part::Limits`] only).
     buckets: Vec<Bucket>,
 }
 
@@ -131,9 +202,12 @@ fn when(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
     )
 }
 
+/// One of the account's pages; each reads only what it shows (and the
+/// profile, which they all use).
 async fn page(
     auth: &Auth,
     caller: &Caller,
+    part: Part,
     notice: Option<&'static str>,
     error: Option<String>,
 ) -> Result<AccountPage, PageError> {
@@ -153,10 +227,14 @@ async fn page(
         }
         None => None,
     };
-    let sessions = auth
-        .sessions(&caller.user_id)
-        .await
-        .map_err(PageError::internal)?
+    let sessions = if part == Part::Sessions {
+        auth.sessions(&caller.user_id)
+            .await
+            .map_err(PageError::internal)?
+    } else {
+        Vec::new()
+    };
+    let sessions = sessions
         .into_iter()
         .map(|(s, last)| SessionRow {
             current: caller.session_id() == Some(s.session_id.as_str()),
@@ -167,12 +245,22 @@ async fn page(
             id: s.session_id,
         })
         .collect();
-    let keys = auth
-        .api_keys(&caller.user_id)
-        .await
-        .map_err(PageError::internal)?;
+    let keys = if part == Part::Keys {
+        auth.api_keys(&caller.user_id)
+            .await
+            .map_err(PageError::internal)?
+    } else {
+        Vec::new()
+    };
     Ok(AccountPage {
         chrome: Chrome::for_caller(Some(caller), "account"),
+        subnav: SubNav {
+            label: "Account",
+            links: Part::LINKS,
+            current: part.path(),
+        },
+        part: part.name(),
+        heading: part.heading(),
         profile: Profile {
             name: account.name.clone(),
             email: account.email.clone(),
@@ -191,30 +279,52 @@ async fn page(
     })
 }
 
-/// The page again with a refusal, as 422.
-async fn with_error(auth: &Auth, caller: &Caller, error: String) -> Result<Response, PageError> {
-    let page = page(auth, caller, None, Some(error)).await?;
+/// The form's page again with a refusal, as 422.
+async fn with_error(
+    auth: &Auth,
+    caller: &Caller,
+    part: Part,
+    error: String,
+) -> Result<Response, PageError> {
+    let page = page(auth, caller, part, None, Some(error)).await?;
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
 }
 
-/// The page again with what the service refused, or the fault's page.
-async fn refusal(auth: &Auth, caller: &Caller, e: AuthError) -> Result<Response, PageError> {
+/// The form's page again with what the service refused, or the fault's page.
+async fn refusal(
+    auth: &Auth,
+    caller: &Caller,
+    part: Part,
+    e: AuthError,
+) -> Result<Response, PageError> {
     let message = refused(e)?;
-    with_error(auth, caller, message).await
+    with_error(auth, caller, part, message).await
 }
 
 fn done(code: &str) -> Response {
-    Redirect::to(&format!("/account?done={code}")).into_response()
+    let path = Part::of_done(code).path();
+    Redirect::to(&format!("{path}?done={code}")).into_response()
 }
 
-/// `GET /account`.
+/// `GET /account` (profile, password and second factor) and its other
+/// parts' pages (`/account/sessions`, `/account/keys`,
+/// `/account/organization`, `/account/limits`), told apart by the route.
 pub async fn show(
     State(state): State<WebState>,
     SignedIn(caller): SignedIn,
+    route: MatchedPath,
     Query(query): Query<AccountQuery>,
 ) -> Result<Response, PageError> {
-    let mut page = page(&state.auth, &caller, notice(query.done.as_deref()), None).await?;
-    if let Some(console) = &state.console {
+    let part = Part::at(route.as_str()).ok_or(PageError::NotFound)?;
+    let mut page = page(
+        &state.auth,
+        &caller,
+        part,
+        notice(query.done.as_deref()),
+        None,
+    )
+    .await?;
+    if let (Part::Limits, Some(console)) = (part, &state.console) {
         page.buckets = buckets(&console.platform.rate_status(&caller).await);
     }
     render(&page)
@@ -230,7 +340,13 @@ pub async fn password(
     let fields = Fields::parse(&body);
     let (current, new) = (fields.raw("current_password"), fields.raw("new_password"));
     if new != fields.raw("confirm_password") {
-        return with_error(&auth, &caller, "The new passwords differ".to_owned()).await;
+        return with_error(
+            &auth,
+            &caller,
+            Part::Profile,
+            "The new passwords differ".to_owned(),
+        )
+        .await;
     }
     match auth.change_password(&caller, current, new).await {
         Ok(_) => Ok((
@@ -241,7 +357,7 @@ pub async fn password(
             Redirect::to("/login?notice=password"),
         )
             .into_response()),
-        Err(e) => refusal(&auth, &caller, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Profile, e).await,
     }
 }
 
@@ -255,11 +371,11 @@ pub async fn create_key(
     let name = fields.get("name").unwrap_or_default();
     match auth.create_named_api_key(&caller.user_id, name).await {
         Ok(key) => {
-            let mut page = page(&auth, &caller, None, None).await?;
+            let mut page = page(&auth, &caller, Part::Keys, None, None).await?;
             page.new_key = Some(key.api_key);
             Ok((StatusCode::CREATED, render(&page)?).into_response())
         }
-        Err(e) => refusal(&auth, &caller, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Keys, e).await,
     }
 }
 
@@ -286,7 +402,7 @@ pub async fn confirm_key(
         ),
         format!("/account/keys/{}/revoke", super::encode(&id)),
         "Revoke key",
-        "/account#keys",
+        "/account/keys",
     ))
 }
 
@@ -299,7 +415,7 @@ pub async fn revoke_key(
     match auth.revoke_api_key_by_id(&caller.user_id, &id).await {
         Ok(()) => Ok(done("key")),
         Err(AuthError::NotFound { .. }) => Err(PageError::NotFound),
-        Err(e) => refusal(&auth, &caller, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Keys, e).await,
     }
 }
 
@@ -325,7 +441,7 @@ pub async fn confirm_session(
         question,
         format!("/account/sessions/{}/revoke", super::encode(&id)),
         button,
-        "/account#sessions",
+        "/account/sessions",
     ))
 }
 
@@ -345,7 +461,7 @@ pub async fn revoke_session(
     match result {
         Ok(code) => Ok(done(code)),
         Err(AuthError::NotFound { .. }) => Err(PageError::NotFound),
-        Err(e) => refusal(&auth, &caller, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Sessions, e).await,
     }
 }
 
@@ -385,7 +501,7 @@ pub async fn mfa_setup(
             secret: Some(setup.secret),
             ..mfa_page(&caller)
         }),
-        Err(e) => refusal(&auth, &caller, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Profile, e).await,
     }
 }
 
@@ -426,7 +542,7 @@ pub async fn mfa_disable(
         .await
     {
         Ok(()) => Ok(done("mfa-off")),
-        Err(e) => refusal(&auth, &caller, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Profile, e).await,
     }
 }
 
@@ -440,7 +556,7 @@ pub async fn organization(
     let name = fields.get("org_name").unwrap_or_default();
     match auth.setup_organization(&caller.user_id, name).await {
         Ok(_) => Ok(done("org")),
-        Err(e) => refusal(&auth, &caller, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Organization, e).await,
     }
 }
 
@@ -457,10 +573,10 @@ pub async fn invite(
     );
     match auth.invite(&caller, email, role).await {
         Ok(sent) => {
-            let mut page = page(&auth, &caller, None, None).await?;
+            let mut page = page(&auth, &caller, Part::Organization, None, None).await?;
             page.invited = Some((sent.email, sent.email_sent));
             render(&page)
         }
-        Err(e) => refusal(&auth, &caller, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Organization, e).await,
     }
 }

@@ -1,8 +1,9 @@
 //! `/admin`: the console of §4.3 for users with the admin role (others get
 //! the 403 page, anonymous visitors the sign-in page). The overview reads
 //! what `/api/admin/stats`, `/api/agents/health`, the push service and
-//! the platform's report (detailed health, rate limits, recent errors)
-//! serve; `/admin/users` searches the directory and each account action
+//! the platform's detailed health serve; recent errors, rate limits and
+//! the metrics' sums (the rest of the platform's report) are pages of
+//! their own; `/admin/users` searches the directory and each account action
 //! (unlock, MFA reset, disable, enable, revoke all) asks first on a page
 //! of its own, then runs the same accounts command as its API route.
 
@@ -13,7 +14,7 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Chrome, Confirm, render};
+use super::{Chrome, Confirm, SubNav, render};
 use crate::agents::BreakerStatus;
 use crate::auth::{Auth, AuthError, Caller};
 use crate::config::WebSettings;
@@ -40,20 +41,47 @@ impl<S: Send + Sync> FromRequestParts<S> for Admin {
     }
 }
 
+/// The console's pages.
+fn console_nav(current: &'static str) -> SubNav {
+    SubNav {
+        label: "Console",
+        links: &[
+            ("/admin", "Overview"),
+            ("/admin/users", "Users"),
+            ("/admin/errors", "Recent errors"),
+            ("/admin/limits", "Rate limits"),
+            ("/admin/metrics", "Metrics"),
+            ("/metrics", "Metrics (Prometheus)"),
+        ],
+        current,
+    }
+}
+
+/// The overview's own figures; the console's other parts show the report.
+#[derive(Debug)]
+pub struct Activity {
+    pub active_debates: u64,
+    pub total_events: u64,
+    pub events_by_type: Vec<(String, u64)>,
+    pub ws_connections: i64,
+    pub ws_subscriptions: i64,
+    pub breakers: Vec<BreakerStatus>,
+}
+
 #[derive(Template)]
 #[template(path = "admin.html")]
-struct OverviewPage {
+struct ConsolePage {
     chrome: Chrome,
-    active_debates: u64,
-    total_events: u64,
-    events_by_type: Vec<(String, u64)>,
-    ws_connections: i64,
-    ws_subscriptions: i64,
-    breakers: Vec<BreakerStatus>,
+    subnav: SubNav,
+    /// Which part of the console: `overview`, `errors`, `limits`, `metrics`.
+    part: &'static str,
+    /// The part's name, in the title.
+    heading: &'static str,
+    activity: Option<Activity>,
     report: Report,
 }
 
-/// `GET /admin`.
+/// `GET /admin`: activity, circuit breakers and detailed health.
 pub async fn overview(
     State(state): State<WebState>,
     Admin(caller): Admin,
@@ -63,14 +91,44 @@ pub async fn overview(
     let (stats, report) = tokio::join!(console.ops.admin_stats(), console.platform.report());
     let stats = stats.map_err(PageError::internal)?;
     let push = console.push.stats();
-    render(&OverviewPage {
+    render(&ConsolePage {
         chrome: Chrome::for_caller(Some(&caller), "admin"),
-        active_debates: stats.active_debates,
-        total_events: stats.total_events,
-        events_by_type: stats.events_by_aggregate_type.into_iter().collect(),
-        ws_connections: push.connections,
-        ws_subscriptions: push.subscriptions,
-        breakers: state.agents.breakers(),
+        subnav: console_nav("/admin"),
+        part: "overview",
+        heading: "Overview",
+        activity: Some(Activity {
+            active_debates: stats.active_debates,
+            total_events: stats.total_events,
+            events_by_type: stats.events_by_aggregate_type.into_iter().collect(),
+            ws_connections: push.connections,
+            ws_subscriptions: push.subscriptions,
+            breakers: state.agents.breakers(),
+        }),
+        report,
+    })
+}
+
+/// `GET /admin/{part}`: recent errors, rate limits or the metrics' sums,
+/// each a page of its own (together with the overview they ran to
+/// hundreds of rows, all laid out before the first paint).
+pub async fn part(
+    State(state): State<WebState>,
+    Admin(caller): Admin,
+    Path(part): Path<String>,
+) -> Result<Response, PageError> {
+    let (part, heading, path) = match part.as_str() {
+        "errors" => ("errors", "Recent errors", "/admin/errors"),
+        "limits" => ("limits", "Rate limits", "/admin/limits"),
+        "metrics" => ("metrics", "Metrics", "/admin/metrics"),
+        _ => return Err(PageError::NotFound),
+    };
+    let report = state.console()?.platform.report().await;
+    render(&ConsolePage {
+        chrome: Chrome::for_caller(Some(&caller), "admin"),
+        subnav: console_nav(path),
+        part,
+        heading,
+        activity: None,
         report,
     })
 }
@@ -93,6 +151,7 @@ pub struct UserRow {
 #[template(path = "admin_users.html")]
 struct UsersPage {
     chrome: Chrome,
+    subnav: SubNav,
     search: String,
     /// `search` encoded for the paging links.
     search_query: String,
@@ -169,6 +228,7 @@ pub async fn users(
     let shown = offset + rows.len() as u64;
     render(&UsersPage {
         chrome: Chrome::for_caller(Some(&caller), "admin"),
+        subnav: console_nav("/admin/users"),
         search: search.unwrap_or_default().to_owned(),
         search_query: super::encode(search.unwrap_or_default()),
         rows,

@@ -1,16 +1,17 @@
 //! `/developer`: the developer portal of §4.3: a quick start against this
 //! server (its own address in every snippet), the user's API keys (the
-//! account page's partial and forms), the API's documents, and the
-//! WebSocket frames with their golden samples from `event-schemas/ws/`, and
-//! the caller's webhooks (their forms are in [`super::webhooks`]).
+//! account page's partial and forms) and the API's documents; beside it
+//! (pages of their own, [`Part`]) the caller's webhooks (their forms are
+//! in [`super::webhooks`]) and the WebSocket frames with their golden
+//! samples from `event-schemas/ws/`.
 
 use agon_aggregates::webhook::WEBHOOK_EVENTS;
 use askama::Template;
-use axum::extract::State;
+use axum::extract::{MatchedPath, State};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
 
-use super::{Chrome, render};
+use super::{Chrome, SubNav, render};
 use crate::auth::api_keys::ApiKeyInfo;
 use crate::auth::{Auth, Caller};
 use crate::web::error::PageError;
@@ -63,10 +64,54 @@ pub struct Extras {
     pub form_url: String,
 }
 
+/// The portal's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Start,
+    Webhooks,
+    Events,
+}
+
+impl Part {
+    const LINKS: &'static [(&'static str, &'static str)] = &[
+        ("/developer", "Quick start and keys"),
+        ("/developer/webhooks", "Webhooks"),
+        ("/developer/events", "WebSocket messages"),
+    ];
+
+    fn path(self) -> &'static str {
+        Self::LINKS[self as usize].0
+    }
+
+    /// The part whose page `path` is.
+    fn at(path: &str) -> Option<Self> {
+        [Self::Start, Self::Webhooks, Self::Events]
+            .into_iter()
+            .find(|p| p.path() == path)
+    }
+
+    fn heading(self) -> &'static str {
+        Self::LINKS[self as usize].1
+    }
+
+    /// The name the template tests.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Start => "start",
+            Self::Webhooks => "webhooks",
+            Self::Events => "events",
+        }
+    }
+}
+
 #[derive(Template)]
 #[template(path = "developer.html")]
 struct DeveloperPage {
     chrome: Chrome,
+    subnav: SubNav,
+    /// [`Part::name`] of this page.
+    part: &'static str,
+    heading: &'static str,
     server: String,
     keys: Vec<ApiKeyInfo>,
     new_key: Option<String>,
@@ -76,35 +121,49 @@ struct DeveloperPage {
     extras: Extras,
 }
 
-/// `GET /developer`.
+/// `GET /developer` (the quick start, API keys and documents) and its
+/// other parts' pages (`/developer/webhooks`, `/developer/events`), told
+/// apart by the route.
 pub async fn show(
     State(auth): State<Auth>,
     State(webhooks): State<Webhooks>,
     SignedIn(caller): SignedIn,
+    route: MatchedPath,
 ) -> Result<Response, PageError> {
-    page(&auth, &webhooks, caller, Extras::default()).await
+    let part = Part::at(route.as_str()).ok_or(PageError::NotFound)?;
+    page(&auth, &webhooks, caller, part, Extras::default()).await
 }
 
-/// The portal for `caller`, with what a webhook form adds.
+/// One of the portal's pages for `caller` (each reads only what it
+/// shows), with what a webhook form adds.
 pub async fn page(
     auth: &Auth,
     webhooks: &Webhooks,
     caller: Caller,
+    part: Part,
     extras: Extras,
 ) -> Result<Response, PageError> {
-    let keys = auth
-        .api_keys(&caller.user_id)
-        .await
-        .map_err(PageError::internal)?;
-    let (rows, _) = webhooks
-        .list(
-            caller.user_id.as_str(),
-            false,
-            i64::try_from(webhooks.max_per_user()).unwrap_or(i64::MAX),
-            0,
-        )
-        .await
-        .map_err(PageError::internal)?;
+    let keys = if part == Part::Start {
+        auth.api_keys(&caller.user_id)
+            .await
+            .map_err(PageError::internal)?
+    } else {
+        Vec::new()
+    };
+    let rows = if part == Part::Webhooks {
+        webhooks
+            .list(
+                caller.user_id.as_str(),
+                false,
+                i64::try_from(webhooks.max_per_user()).unwrap_or(i64::MAX),
+                0,
+            )
+            .await
+            .map_err(PageError::internal)?
+            .0
+    } else {
+        Vec::new()
+    };
     let hooks = rows
         .into_iter()
         .map(|row| Hook {
@@ -119,6 +178,13 @@ pub async fn page(
     let shows_secret = extras.secret.is_some();
     let mut response = render(&DeveloperPage {
         chrome: Chrome::for_caller(Some(&caller), "developer"),
+        subnav: SubNav {
+            label: "Developer portal",
+            links: Part::LINKS,
+            current: part.path(),
+        },
+        part: part.name(),
+        heading: part.heading(),
         server: auth.settings().public_url.trim_end_matches('/').to_owned(),
         keys,
         new_key: None,

@@ -26,6 +26,24 @@ use super::session::{SignedIn, Visitor};
 use crate::auth::Caller;
 use crate::debates::Debates;
 
+/// An area's own pages (the console's, the account's, the portal's), as
+/// links under its heading, the current one marked: each part a page of
+/// its own, so that none lays out every table and form of the area
+/// before its first paint.
+#[derive(Debug, Clone, Copy)]
+pub struct SubNav {
+    pub label: &'static str,
+    /// Each page's address and name.
+    pub links: &'static [(&'static str, &'static str)],
+    pub current: &'static str,
+}
+
+impl SubNav {
+    pub fn is_current(&self, href: &str) -> bool {
+        href == self.current
+    }
+}
+
 /// What the layout shows around every page: the signed-in user, the
 /// navigation and the hashed asset addresses.
 #[derive(Debug, Clone)]

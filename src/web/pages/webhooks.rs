@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::developer::{Extras, page};
+use super::developer::{Extras, Part, page};
 use super::{Chrome, Fields, render};
 use crate::auth::Auth;
 use crate::web::error::PageError;
@@ -63,7 +63,7 @@ pub async fn create(
         },
     };
     let refused = extras.error.is_some();
-    let mut response = page(&auth, &webhooks, caller, extras).await?;
+    let mut response = page(&auth, &webhooks, caller, Part::Webhooks, extras).await?;
     if refused {
         *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
     }
@@ -87,7 +87,7 @@ pub async fn rotate(
         secret: Some((made.subscription.url, made.secret)),
         ..Extras::default()
     };
-    page(&auth, &webhooks, caller, extras).await
+    page(&auth, &webhooks, caller, Part::Webhooks, extras).await
 }
 
 /// `POST /developer/webhooks/{id}/ping`: a signed test message now; its

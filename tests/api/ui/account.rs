@@ -71,11 +71,33 @@ async fn the_account_page_shows_profile_sessions_and_keys(kind: Kind) {
     assert_eq!(status, 200);
     assert!(html.contains("acct@example.com"), "{html}");
     assert!(html.contains("Test User"));
+    // The other parts are pages of their own, each linked from every one.
+    for (path, part) in [
+        ("/account/sessions", "Sessions"),
+        ("/account/keys", "API keys"),
+        ("/account/organization", "Organization"),
+        ("/account/limits", "Rate limits"),
+    ] {
+        assert!(
+            html.contains(&format!("<a href=\"{path}\">{part}</a>")),
+            "{path}"
+        );
+    }
+    assert!(!html.contains("this browser") && !html.contains("API keys</h2>"));
+    let (status, sessions) = get(&app.base, &jar, "/account/sessions").await;
+    assert_eq!(status, 200);
     assert!(
-        html.contains("this browser"),
+        sessions.contains("this browser"),
         "the current session is marked"
     );
-    assert!(html.contains("You have no API keys."));
+    assert!(sessions.contains("<a href=\"/account/sessions\" aria-current=\"page\">"));
+    let (_, keys) = get(&app.base, &jar, "/account/keys").await;
+    assert!(keys.contains("You have no API keys."));
+    let (_, organization) = get(&app.base, &jar, "/account/organization").await;
+    assert!(organization.contains("You are not in an organization."));
+    let (status, limits) = get(&app.base, &jar, "/account/limits").await;
+    assert_eq!(status, 200);
+    assert!(limits.contains("id=\"buckets\""), "{limits}");
     // Anonymous visitors are sent to sign in.
     let response = browser()
         .get(format!("{}/account", app.base))
@@ -97,7 +119,7 @@ async fn a_key_made_on_the_page_works_until_revoked_there(kind: Kind) {
     assert_eq!(status, 200);
     assert_eq!(profile["email"], "keys@example.com");
     // The list shows it by name, never the secret again.
-    let (_, page) = get(&app.base, &jar, "/account").await;
+    let (_, page) = get(&app.base, &jar, "/account/keys").await;
     assert!(page.contains(">ci<"));
     assert!(!page.contains(&key));
     let (_, keys) = call(
@@ -115,7 +137,7 @@ async fn a_key_made_on_the_page_works_until_revoked_there(kind: Kind) {
     assert!(question.contains("Revoke key"));
     assert_eq!(me(&app.base, &key).await.0, 200);
     let (status, location, _) = post(&app.base, &jar, &confirm, &[]).await;
-    assert_eq!((status, location.as_str()), (303, "/account?done=key"));
+    assert_eq!((status, location.as_str()), (303, "/account/keys?done=key"));
     assert_eq!(me(&app.base, &key).await.0, 401);
     // Another user's key id is not found.
     let other = ui_sign_in(&app.base, "other@example.com").await;
@@ -128,13 +150,16 @@ async fn signing_out_other_sessions_ends_them(kind: Kind) {
     let api = login(&app.base, "many@example.com", super::PASSWORD).await;
     let token = api["access_token"].as_str().unwrap();
     assert_eq!(me(&app.base, token).await.0, 200);
-    let (_, page) = get(&app.base, &jar, "/account").await;
+    let (_, page) = get(&app.base, &jar, "/account/sessions").await;
     assert!(page.contains("/account/sessions/others/revoke"));
     let (status, location, _) = post(&app.base, &jar, "/account/sessions/others/revoke", &[]).await;
-    assert_eq!((status, location.as_str()), (303, "/account?done=others"));
+    assert_eq!(
+        (status, location.as_str()),
+        (303, "/account/sessions?done=others")
+    );
     assert_eq!(me(&app.base, token).await.0, 401);
     // This browser stays signed in.
-    let (status, page) = get(&app.base, &jar, "/account?done=others").await;
+    let (status, page) = get(&app.base, &jar, "/account/sessions?done=others").await;
     assert_eq!(status, 200);
     assert!(page.contains("Every other session was signed out."));
 }

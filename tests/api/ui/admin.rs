@@ -62,7 +62,6 @@ async fn an_admin_unlocks_resets_disables_and_revokes(kind: Kind) {
     assert_eq!(status, 200, "{overview}");
     for part in [
         "Circuit breakers",
-        "Recent errors",
         "event_bus",
         "projections",
         "WebSocket clients",
@@ -70,6 +69,19 @@ async fn an_admin_unlocks_resets_disables_and_revokes(kind: Kind) {
     ] {
         assert!(overview.contains(part), "{part}: {overview}");
     }
+    // Errors, limits and metrics are pages of their own.
+    for (path, part) in [
+        ("/admin/errors", "id=\"errors-h\">Recent errors"),
+        ("/admin/limits", "Rate limit configuration"),
+        ("/admin/metrics", "Each metric summed over its labels."),
+    ] {
+        assert!(overview.contains(&format!("href=\"{path}\"")), "{path}");
+        assert!(!overview.contains(part), "{part} on the overview");
+        let (status, page) = get(base, &boss, path).await;
+        assert_eq!(status, 200, "{path}");
+        assert!(page.contains(part), "{part}: {page}");
+    }
+    assert_eq!(get(base, &boss, "/admin/nothing").await.0, 404);
     let victim = register(base, "vic@example.com", PASSWORD).await;
     let session = login(base, "vic@example.com", PASSWORD).await;
     let token = session["access_token"].as_str().unwrap().to_owned();
@@ -208,7 +220,14 @@ async fn others_get_403_and_change_nothing(kind: Kind) {
     let victim = register(base, "vic@example.com", PASSWORD).await;
     let session = login(base, "vic@example.com", PASSWORD).await;
     let token = session["access_token"].as_str().unwrap().to_owned();
-    for path in ["/admin", "/admin/users", "/admin/users?search=vic"] {
+    for path in [
+        "/admin",
+        "/admin/users",
+        "/admin/users?search=vic",
+        "/admin/errors",
+        "/admin/limits",
+        "/admin/metrics",
+    ] {
         assert_eq!(get(base, &plain, path).await.0, 403, "{path}");
         let response = browser().get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(response.status(), 303, "{path}");

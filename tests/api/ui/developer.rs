@@ -35,6 +35,10 @@ async fn the_portal_shows_the_quick_start_keys_documents_and_frames(kind: Kind) 
     }
     assert!(page.contains("agon debate --server "));
     assert!(page.contains("aragora_sdk"));
+    // The frames are a page of their own, linked from the portal.
+    assert!(page.contains("<a href=\"/developer/events\">WebSocket messages</a>"));
+    let (status, page) = get(&app.base, &jar, "/developer/events").await;
+    assert_eq!(status, 200);
     for frame in [
         "debate_start",
         "agent.delta",

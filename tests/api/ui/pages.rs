@@ -59,8 +59,14 @@ async fn every_page_carries_the_policy_and_keeps_its_budgets(kind: Kind) {
         ("/debates/not-a-debate", true, 404),
         ("/assets/nothing.js", false, 404),
         ("/account", true, 200),
+        ("/account/sessions", true, 200),
+        ("/account/keys", true, 200),
+        ("/account/organization", true, 200),
+        ("/account/limits", true, 200),
         ("/leaderboard", true, 200),
         ("/developer", true, 200),
+        ("/developer/webhooks", true, 200),
+        ("/developer/events", true, 200),
     ];
     for (path, signed_in, status) in pages {
         let mut request = browser()

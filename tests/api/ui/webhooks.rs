@@ -29,7 +29,7 @@ async fn portal(kind: Kind) {
     let jar = ui_sign_in(base, "hooks@example.com").await;
     let (receiver, url) = Receiver::start(&[Reply::Status(500)]).await;
 
-    let (status, html) = get(base, &jar, "/developer").await;
+    let (status, html) = get(base, &jar, "/developer/webhooks").await;
     assert_eq!(status, 200);
     assert!(html.contains("No webhooks yet."));
 
@@ -52,7 +52,7 @@ async fn portal(kind: Kind) {
     assert_eq!(status, 200, "{html}");
     let secret = shown_secret(&html);
     assert!(secret.starts_with("whsec_"));
-    let (_, again) = get(base, &jar, "/developer").await;
+    let (_, again) = get(base, &jar, "/developer/webhooks").await;
     assert!(!again.contains(&secret), "the secret is shown once");
     assert!(again.contains("debate.completed, debate.failed"));
     let id = again
