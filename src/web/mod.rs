@@ -154,9 +154,12 @@ pub fn router(state: WebState) -> Router {
             "/account/sessions/{id}/revoke",
             get(pages::account::confirm_session).post(pages::account::revoke_session),
         )
-        .route("/account/mfa/setup", post(pages::account::mfa_setup))
-        .route("/account/mfa/enable", post(pages::account::mfa_enable))
-        .route("/account/mfa/disable", post(pages::account::mfa_disable))
+        .route("/account/mfa/setup", post(pages::account_mfa::mfa_setup))
+        .route("/account/mfa/enable", post(pages::account_mfa::mfa_enable))
+        .route(
+            "/account/mfa/disable",
+            post(pages::account_mfa::mfa_disable),
+        )
         .route(
             "/account/organization",
             get(pages::account::show).post(pages::account::organization),

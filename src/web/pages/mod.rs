@@ -4,6 +4,7 @@
 //! a template of `templates/`; what every page shares is here.
 
 pub mod account;
+pub mod account_mfa;
 pub mod admin;
 pub mod debates;
 pub mod developer;
@@ -12,6 +13,7 @@ pub mod history;
 pub mod leaderboard;
 pub mod live;
 pub mod live_html;
+pub mod rounds;
 pub mod sign_in;
 pub mod sign_up;
 pub mod webhooks;
