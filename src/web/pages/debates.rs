@@ -60,6 +60,8 @@ impl Default for FormValues {
 struct NewDebatePage {
     chrome: Chrome,
     agents: Vec<AgentOption>,
+    /// How many of them are offered disabled, folded away below the others.
+    unconfigured: usize,
     /// Every agent whose breaker is open, and for how many more seconds.
     open_breakers: Vec<(String, u64)>,
     modes: Vec<&'static str>,
@@ -106,10 +108,11 @@ fn form_page(
             value,
             missing,
         })
-        .collect();
+        .collect::<Vec<_>>();
     let limits = debates.limits();
     NewDebatePage {
         chrome,
+        unconfigured: options.iter().filter(|o| o.missing.is_some()).count(),
         agents: options,
         open_breakers: open
             .iter()
