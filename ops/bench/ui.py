@@ -194,7 +194,7 @@ def first_paint(browser, agon, baseline_url):
         (user, "/account"), (user, "/account/sessions"), (user, "/account/keys"),
         (user, "/account/organization"), (user, "/account/limits"),
         (user, "/developer"), (user, "/developer/webhooks"), (user, "/developer/events"),
-        (admin, "/admin"), (admin, "/admin/users"), (admin, "/admin/errors"),
+        (admin, "/admin"), (admin, "/admin/users"), (admin, "/admin/health"), (admin, "/admin/errors"),
         (admin, "/admin/limits"), (admin, "/admin/metrics"),
     ]
     print(f"first contentful paint, median of {SAMPLES}, each against the one-line page's loads taking turns with its own:")

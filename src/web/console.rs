@@ -52,6 +52,8 @@ pub struct RecentError {
 /// `(dotted.name, value)` rows.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// The overview's few lines: status, database, bus, Redis, projections, seals.
+    pub health_summary: Vec<(String, String)>,
     pub health: Vec<(String, String)>,
     pub limiter: Vec<(String, String)>,
     pub limits: Vec<(String, String)>,
@@ -90,6 +92,7 @@ impl Report {
             })
             .unwrap_or_default();
         Self {
+            health_summary: health_summary(health),
             health: flatten(health),
             limiter: flatten(limiter),
             limits: flatten(limits),
@@ -132,6 +135,83 @@ pub fn flatten(value: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     walk("", value, &mut out);
     out
+}
+
+/// The detailed health report in a few lines, as the console's overview
+/// shows it (the whole report is its own page): the overall status, the
+/// database, the bus, Redis, how many projections are caught up (naming
+/// those that are not) and the last seal.
+pub fn health_summary(health: &Value) -> Vec<(String, String)> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "none".to_owned(),
+        other => other.to_string(),
+    };
+    let db = &health["database"];
+    let mut database = text(&db["status"]);
+    if let Some(backend) = db["backend"].as_str() {
+        let latency = db["latency_ms"]
+            .as_f64()
+            .map(|ms| format!(", {ms:.1} ms"))
+            .unwrap_or_default();
+        database = format!(
+            "{database} ({backend}{latency}, head at {})",
+            text(&db["head_position"])
+        );
+    }
+    let bus = &health["event_bus"];
+    let bus = match bus["kind"].as_str() {
+        Some(kind) => format!("{} ({kind})", text(&bus["status"])),
+        None => text(&bus["status"]),
+    };
+    let projections = health["projections"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names = |pick: &dyn Fn(&Value) -> bool| -> Vec<String> {
+        projections
+            .iter()
+            .filter(|p| pick(p))
+            .map(|p| text(&p["name"]))
+            .collect()
+    };
+    let is_stalled = |p: &Value| !p["stalled"].is_null() && p["stalled"] != Value::Bool(false);
+    let is_behind = |p: &Value| p["behind"] == Value::Bool(true);
+    let (stalled, behind) = (names(&is_stalled), names(&is_behind));
+    let caught_up = projections
+        .iter()
+        .filter(|p| !is_stalled(p) && !is_behind(p))
+        .count();
+    let mut lag = format!("{caught_up} of {} caught up", projections.len());
+    if !behind.is_empty() {
+        lag.push_str(&format!("; behind: {}", behind.join(", ")));
+    }
+    if !stalled.is_empty() {
+        lag.push_str(&format!("; stalled: {}", stalled.join(", ")));
+    }
+    let seals = &health["seals"];
+    let seal = match seals["last_seal_number"].as_u64() {
+        Some(n) => format!(
+            "number {n}, through position {}",
+            text(&seals["sealed_through_position"])
+        ),
+        None => "none yet".to_owned(),
+    };
+    let seal = match seals["interval_seconds"].as_u64() {
+        Some(every) => format!("{seal} (every {every} seconds)"),
+        None => seal,
+    };
+    vec![
+        ("Status".to_owned(), text(&health["status"])),
+        ("Database".to_owned(), database),
+        ("Event bus".to_owned(), bus),
+        (
+            "Redis".to_owned(),
+            text(&health["checks"]["redis"]["status"]),
+        ),
+        ("Projections".to_owned(), lag),
+        ("Last seal".to_owned(), seal),
+    ]
 }
 
 /// Each metric family of a Prometheus text with the sum of its samples
@@ -178,6 +258,39 @@ mod tests {
                 ("f".to_owned(), "x".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn health_sums_up_in_a_few_lines_naming_what_lags() {
+        let health = serde_json::json!({
+            "status": "degraded",
+            "checks": {"redis": {"status": "not_configured"}},
+            "database": {"status": "healthy", "backend": "postgres", "latency_ms": 1.5, "head_position": 42},
+            "event_bus": {"status": "healthy", "kind": "nats"},
+            "projections": [
+                {"name": "debates", "behind": false, "stalled": null},
+                {"name": "leaderboard", "behind": true, "stalled": null},
+                {"name": "accounts", "behind": true, "stalled": "12 s"},
+            ],
+            "seals": {"last_seal_number": 3, "sealed_through_position": 40, "interval_seconds": 60},
+        });
+        let rows: Vec<String> = health_summary(&health)
+            .into_iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "Status: degraded",
+                "Database: healthy (postgres, 1.5 ms, head at 42)",
+                "Event bus: healthy (nats)",
+                "Redis: not_configured",
+                "Projections: 1 of 3 caught up; behind: leaderboard, accounts; stalled: accounts",
+                "Last seal: number 3, through position 40 (every 60 seconds)",
+            ]
+        );
+        let fresh = serde_json::json!({"status": "healthy", "projections": [], "seals": {"last_seal_number": null, "interval_seconds": 60}});
+        assert_eq!(health_summary(&fresh)[5].1, "none yet (every 60 seconds)");
     }
 
     #[test]

@@ -71,9 +71,12 @@ def test_an_admin_sees_an_open_breaker_and_unlocks_a_user(agon, watched):
     row = page.locator("#breakers tr", has_text=FAILING)
     assert "open" in row.inner_text(), (row.inner_text(), agon.api("GET", "/api/agents/circuit-breakers"))
     check_page(page, "admin")
-    for name, shot in [("Recent errors", "admin-errors"), ("Rate limits", "admin-limits"), ("Metrics", "admin-metrics")]:
-        page.get_by_role("link", name=name, exact=True).click()
-        page.get_by_role("heading", name=name, exact=True).wait_for()
+    assert "caught up" in page.locator("#health-summary").inner_text()
+    parts = [("Health", "Health report", "admin-health"), ("Recent errors", "Recent errors", "admin-errors"),
+             ("Rate limits", "Rate limits", "admin-limits"), ("Metrics", "Metrics", "admin-metrics")]
+    for link, heading, shot in parts:
+        page.get_by_role("link", name=link, exact=True).click()
+        page.get_by_role("heading", name=heading, exact=True).wait_for()
         check_page(page, shot)
 
     page.get_by_role("link", name="Users").click()
@@ -100,6 +103,6 @@ def test_a_non_admin_gets_the_403_page(agon, watched):
     assert response.status == 403
     page.get_by_role("heading", name="Not allowed").wait_for()
     check_page(page, "admin-forbidden")
-    for path in ["/admin/users", "/admin/errors", "/admin/limits", "/admin/metrics"]:
+    for path in ["/admin/users", "/admin/health", "/admin/errors", "/admin/limits", "/admin/metrics"]:
         response = page.goto(agon.base + path)
         assert response.status == 403, path

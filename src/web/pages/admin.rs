@@ -1,9 +1,9 @@
 //! `/admin`: the console of §4.3 for users with the admin role (others get
 //! the 403 page, anonymous visitors the sign-in page). The overview reads
 //! what `/api/admin/stats`, `/api/agents/health`, the push service and
-//! the platform's detailed health serve; recent errors, rate limits and
-//! the metrics' sums (the rest of the platform's report) are pages of
-//! their own; `/admin/users` searches the directory and each account action
+//! the platform's detailed health (in brief) serve; the whole health
+//! report, recent errors, rate limits and the metrics' sums (the rest of
+//! the platform's report) are pages of their own; `/admin/users` searches the directory and each account action
 //! (unlock, MFA reset, disable, enable, revoke all) asks first on a page
 //! of its own, then runs the same accounts command as its API route.
 
@@ -48,6 +48,7 @@ fn console_nav(current: &'static str) -> SubNav {
         links: &[
             ("/admin", "Overview"),
             ("/admin/users", "Users"),
+            ("/admin/health", "Health"),
             ("/admin/errors", "Recent errors"),
             ("/admin/limits", "Rate limits"),
             ("/admin/metrics", "Metrics"),
@@ -73,7 +74,7 @@ pub struct Activity {
 struct ConsolePage {
     chrome: Chrome,
     subnav: SubNav,
-    /// Which part of the console: `overview`, `errors`, `limits`, `metrics`.
+    /// Which part of the console: `overview`, `health`, `errors`, `limits`, `metrics`.
     part: &'static str,
     /// The part's name, in the title.
     heading: &'static str,
@@ -81,7 +82,7 @@ struct ConsolePage {
     report: Report,
 }
 
-/// `GET /admin`: activity, circuit breakers and detailed health.
+/// `GET /admin`: activity, circuit breakers and detailed health in brief.
 pub async fn overview(
     State(state): State<WebState>,
     Admin(caller): Admin,
@@ -108,7 +109,8 @@ pub async fn overview(
     })
 }
 
-/// `GET /admin/{part}`: recent errors, rate limits or the metrics' sums,
+/// `GET /admin/{part}`: the whole health report, recent errors, rate
+/// limits or the metrics' sums,
 /// each a page of its own (together with the overview they ran to
 /// hundreds of rows, all laid out before the first paint).
 pub async fn part(
@@ -117,6 +119,7 @@ pub async fn part(
     Path(part): Path<String>,
 ) -> Result<Response, PageError> {
     let (part, heading, path) = match part.as_str() {
+        "health" => ("health", "Health report", "/admin/health"),
         "errors" => ("errors", "Recent errors", "/admin/errors"),
         "limits" => ("limits", "Rate limits", "/admin/limits"),
         "metrics" => ("metrics", "Metrics", "/admin/metrics"),

@@ -62,15 +62,21 @@ async fn an_admin_unlocks_resets_disables_and_revokes(kind: Kind) {
     assert_eq!(status, 200, "{overview}");
     for part in [
         "Circuit breakers",
-        "event_bus",
-        "projections",
+        "<dt>Event bus</dt><dd>healthy (",
+        "<dt>Projections</dt><dd>",
+        " caught up</dd>",
+        "<dt>Last seal</dt>",
         "WebSocket clients",
         "href=\"/metrics\"",
     ] {
         assert!(overview.contains(part), "{part}: {overview}");
     }
-    // Errors, limits and metrics are pages of their own.
+    // The whole health report, errors, limits and metrics are pages of their own.
     for (path, part) in [
+        (
+            "/admin/health",
+            "<th scope=\"row\">projections.0.checkpoint_position</th>",
+        ),
         ("/admin/errors", "id=\"errors-h\">Recent errors"),
         ("/admin/limits", "Rate limit configuration"),
         ("/admin/metrics", "Each metric summed over its labels."),
@@ -224,6 +230,7 @@ async fn others_get_403_and_change_nothing(kind: Kind) {
         "/admin",
         "/admin/users",
         "/admin/users?search=vic",
+        "/admin/health",
         "/admin/errors",
         "/admin/limits",
         "/admin/metrics",
