@@ -1,6 +1,7 @@
 //! `/developer`: the developer portal of §4.3: a quick start against this
 //! server (its own address in every snippet), the user's API keys (the
-//! account page's partial and forms) and the API's documents; beside it
+//! account page's list; made and revoked on `/account/keys`, so the
+//! portal's first page has no form to lay out) and the API's documents; beside it
 //! (pages of their own, [`Part`]) the caller's webhooks (their forms are
 //! in [`super::webhooks`]) and the WebSocket frames with their golden
 //! samples from `event-schemas/ws/`.

@@ -25,6 +25,9 @@ async fn the_portal_shows_the_quick_start_keys_documents_and_frames(kind: Kind) 
     let (_, page) = get(&app.base, &jar, "/developer").await;
     assert!(page.contains(">portal<"), "{page}");
     assert!(!page.contains(&key), "the secret is never shown again");
+    // Keys are listed here and made and revoked on the account's keys page.
+    assert!(page.contains("href=\"/account/keys\""), "{page}");
+    assert!(!page.contains("action=\"/account/keys\""), "{page}");
     for link in [
         "/api/docs",
         "/api/redoc",
