@@ -75,7 +75,7 @@ async fn an_admin_unlocks_resets_disables_and_revokes(kind: Kind) {
     for (path, part) in [
         (
             "/admin/health",
-            "<th scope=\"row\">projections.0.checkpoint_position</th>",
+            "<th scope=\"row\">projections.<wbr>0.<wbr>checkpoint_position</th>",
         ),
         ("/admin/errors", "id=\"errors-h\">Recent errors"),
         ("/admin/limits", "Rate limit configuration"),
