@@ -102,6 +102,15 @@ impl Report {
     }
 }
 
+/// A JSON value as a report shows it: strings bare, `null` as "none".
+fn leaf(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "none".to_owned(),
+        other => other.to_string(),
+    }
+}
+
 /// `value`'s leaves as `(dotted.path, text)`, in document order.
 pub fn flatten(value: &Value) -> Vec<(String, String)> {
     fn walk(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
@@ -125,13 +134,6 @@ pub fn flatten(value: &Value) -> Vec<(String, String)> {
             leaf_value => out.push((prefix.to_owned(), leaf(leaf_value))),
         }
     }
-    fn leaf(value: &Value) -> String {
-        match value {
-            Value::String(s) => s.clone(),
-            Value::Null => "none".to_owned(),
-            other => other.to_string(),
-        }
-    }
     let mut out = Vec::new();
     walk("", value, &mut out);
     out
@@ -142,11 +144,7 @@ pub fn flatten(value: &Value) -> Vec<(String, String)> {
 /// database, the bus, Redis, how many projections are caught up (naming
 /// those that are not) and the last seal.
 pub fn health_summary(health: &Value) -> Vec<(String, String)> {
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "none".to_owned(),
-        other => other.to_string(),
-    };
+    let text = leaf;
     let db = &health["database"];
     let mut database = text(&db["status"]);
     if let Some(backend) = db["backend"].as_str() {
