@@ -144,9 +144,8 @@ pub fn flatten(value: &Value) -> Vec<(String, String)> {
 /// database, the bus, Redis, how many projections are caught up (naming
 /// those that are not) and the last seal.
 pub fn health_summary(health: &Value) -> Vec<(String, String)> {
-    let text = leaf;
     let db = &health["database"];
-    let mut database = text(&db["status"]);
+    let mut database = leaf(&db["status"]);
     if let Some(backend) = db["backend"].as_str() {
         let latency = db["latency_ms"]
             .as_f64()
@@ -154,28 +153,28 @@ pub fn health_summary(health: &Value) -> Vec<(String, String)> {
             .unwrap_or_default();
         database = format!(
             "{database} ({backend}{latency}, head at {})",
-            text(&db["head_position"])
+            leaf(&db["head_position"])
         );
     }
     let bus = &health["event_bus"];
     let bus = match bus["kind"].as_str() {
-        Some(kind) => format!("{} ({kind})", text(&bus["status"])),
-        None => text(&bus["status"]),
+        Some(kind) => format!("{} ({kind})", leaf(&bus["status"])),
+        None => leaf(&bus["status"]),
     };
     let projections = health["projections"]
         .as_array()
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default();
-    let names = |pick: &dyn Fn(&Value) -> bool| -> Vec<String> {
+    let is_stalled = |p: &&Value| !p["stalled"].is_null() && p["stalled"] != Value::Bool(false);
+    let is_behind = |p: &&Value| p["behind"] == Value::Bool(true);
+    let names = |pick: fn(&&Value) -> bool| -> Vec<String> {
         projections
             .iter()
-            .filter(|p| pick(p))
-            .map(|p| text(&p["name"]))
+            .filter(pick)
+            .map(|p| leaf(&p["name"]))
             .collect()
     };
-    let is_stalled = |p: &Value| !p["stalled"].is_null() && p["stalled"] != Value::Bool(false);
-    let is_behind = |p: &Value| p["behind"] == Value::Bool(true);
-    let (stalled, behind) = (names(&is_stalled), names(&is_behind));
+    let (stalled, behind) = (names(is_stalled), names(is_behind));
     let caught_up = projections
         .iter()
         .filter(|p| !is_stalled(p) && !is_behind(p))
@@ -191,7 +190,7 @@ pub fn health_summary(health: &Value) -> Vec<(String, String)> {
     let seal = match seals["last_seal_number"].as_u64() {
         Some(n) => format!(
             "number {n}, through position {}",
-            text(&seals["sealed_through_position"])
+            leaf(&seals["sealed_through_position"])
         ),
         None => "none yet".to_owned(),
     };
@@ -200,12 +199,12 @@ pub fn health_summary(health: &Value) -> Vec<(String, String)> {
         None => seal,
     };
     vec![
-        ("Status".to_owned(), text(&health["status"])),
+        ("Status".to_owned(), leaf(&health["status"])),
         ("Database".to_owned(), database),
         ("Event bus".to_owned(), bus),
         (
             "Redis".to_owned(),
-            text(&health["checks"]["redis"]["status"]),
+            leaf(&health["checks"]["redis"]["status"]),
         ),
         ("Projections".to_owned(), lag),
         ("Last seal".to_owned(), seal),
