@@ -191,7 +191,7 @@ def first_paint(browser, agon, baseline_url):
         (anonymous, "/login"), (anonymous, "/register"), (anonymous, "/gallery"),
         (anonymous, f"/gallery/{small}"), (anonymous, f"/gallery/{small}/embed"),
         (user, "/"), (user, "/debates"), (user, f"/debates/{small}"), (user, "/leaderboard"),
-        (user, "/account"), (user, "/account/sessions"), (user, "/account/keys"),
+        (user, "/account"), (user, "/account/password"), (user, "/account/sessions"), (user, "/account/keys"),
         (user, "/account/organization"), (user, "/account/limits"),
         (user, "/developer"), (user, "/developer/webhooks"), (user, "/developer/events"),
         (admin, "/admin"), (admin, "/admin/users"), (admin, "/admin/health"), (admin, "/admin/errors"),

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::auth::Caller;
 use crate::ops::Ops;
 use crate::push::Push;
+use crate::web::report::{Section, Table, leaf, sections};
 
 pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -48,18 +49,18 @@ pub struct RecentError {
     pub trace_id: String,
 }
 
-/// The report as the console shows it: each JSON document flattened into
-/// `(dotted.name, value)` rows.
+/// The report as the console shows it: each JSON document in sections of
+/// tables ([`report::sections`]).
 #[derive(Debug, Clone, Default)]
 pub struct Report {
     /// The overview's few lines: status, database, bus, Redis, projections, seals.
     pub health_summary: Vec<(String, String)>,
-    pub health: Vec<(String, String)>,
-    pub limiter: Vec<(String, String)>,
-    pub limits: Vec<(String, String)>,
+    pub health: Vec<Section>,
+    pub limiter: Vec<Section>,
+    pub limits: Vec<Section>,
     pub errors: Vec<RecentError>,
     /// Each metric family with the sum of its samples.
-    pub metrics: Vec<(String, String)>,
+    pub metrics: Vec<Section>,
 }
 
 impl Report {
@@ -93,50 +94,16 @@ impl Report {
             .unwrap_or_default();
         Self {
             health_summary: health_summary(health),
-            health: flatten(health),
-            limiter: flatten(limiter),
-            limits: flatten(limits),
+            health: sections(health),
+            limiter: sections(limiter),
+            limits: sections(limits),
             errors,
-            metrics: metric_sums(prometheus),
+            metrics: vec![Section {
+                title: String::new(),
+                table: Table::facts(metric_sums(prometheus)),
+            }],
         }
     }
-}
-
-/// A JSON value as a report shows it: strings bare, `null` as "none".
-fn leaf(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Null => "none".to_owned(),
-        other => other.to_string(),
-    }
-}
-
-/// `value`'s leaves as `(dotted.path, text)`, in document order.
-pub fn flatten(value: &Value) -> Vec<(String, String)> {
-    fn walk(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
-        let name = |key: &str| {
-            if prefix.is_empty() {
-                key.to_owned()
-            } else {
-                format!("{prefix}.{key}")
-            }
-        };
-        match value {
-            Value::Object(map) => map.iter().for_each(|(k, v)| walk(&name(k), v, out)),
-            Value::Array(list) if list.iter().all(|v| !v.is_object() && !v.is_array()) => {
-                let items: Vec<String> = list.iter().map(leaf).collect();
-                out.push((prefix.to_owned(), items.join(", ")));
-            }
-            Value::Array(list) => list
-                .iter()
-                .enumerate()
-                .for_each(|(i, v)| walk(&name(&i.to_string()), v, out)),
-            leaf_value => out.push((prefix.to_owned(), leaf(leaf_value))),
-        }
-    }
-    let mut out = Vec::new();
-    walk("", value, &mut out);
-    out
 }
 
 /// The detailed health report in a few lines, as the console's overview
@@ -242,20 +209,6 @@ pub fn metric_sums(text: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn documents_flatten_to_dotted_rows() {
-        let value = serde_json::json!({"a": {"b": 1, "c": [1, 2]}, "d": [{"e": null}], "f": "x"});
-        assert_eq!(
-            flatten(&value),
-            [
-                ("a.b".to_owned(), "1".to_owned()),
-                ("a.c".to_owned(), "1, 2".to_owned()),
-                ("d.0.e".to_owned(), "none".to_owned()),
-                ("f".to_owned(), "x".to_owned()),
-            ]
-        );
-    }
 
     #[test]
     fn health_sums_up_in_a_few_lines_naming_what_lags() {

@@ -10,6 +10,7 @@ pub mod console;
 pub mod csrf;
 pub mod error;
 pub mod pages;
+pub mod report;
 pub mod session;
 
 use axum::Router;
@@ -139,7 +140,10 @@ pub fn router(state: WebState) -> Router {
         .route("/gallery/{id}/embed", get(pages::gallery::embed))
         .route("/assets/{file}", get(assets::serve))
         .route("/account", get(pages::account::show))
-        .route("/account/password", post(pages::account::password))
+        .route(
+            "/account/password",
+            get(pages::account::show).post(pages::account::password),
+        )
         .route("/account/sessions", get(pages::account::show))
         .route(
             "/account/keys",

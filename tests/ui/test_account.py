@@ -6,7 +6,7 @@ import re
 import urllib.error
 import urllib.request
 
-from conftest import check_page, totp
+from conftest import PASSWORD, check_page, totp
 from test_ui import new_email, register_via_api, sign_in
 
 
@@ -62,6 +62,25 @@ def test_an_api_key_is_shown_once_works_and_is_refused_once_revoked(agon, watche
     page.get_by_role("link", name="Rate limits", exact=True).click()
     page.get_by_role("heading", name="Rate limits").wait_for()
     check_page(page, "account-limits")
+
+    # The password last: changing it signs this browser out.
+    page.get_by_role("link", name="Password", exact=True).click()
+    page.get_by_role("heading", name="Password").wait_for()
+    check_page(page, "account-password")
+    new = "a new and longer passphrase"
+    page.get_by_label("Current password").fill(PASSWORD)
+    page.get_by_label("New password", exact=True).fill(new)
+    page.get_by_label("New password again").fill(new + " but not quite")
+    page.get_by_role("button", name="Change password").click()
+    page.get_by_role("alert").get_by_text("The new passwords differ").wait_for()
+    check_page(page, "account-password-refused")
+    page.get_by_label("Current password").fill(PASSWORD)
+    page.get_by_label("New password", exact=True).fill(new)
+    page.get_by_label("New password again").fill(new)
+    page.get_by_role("button", name="Change password").click()
+    page.get_by_text("every session signed out").wait_for()
+    sign_in(page, agon.base, email, password=new)
+    page.get_by_role("heading", name="Start a debate").wait_for()
 
 
 def test_signing_out_other_sessions_signs_out_another_browser(agon, browser, watched):

@@ -1,6 +1,6 @@
-//! `/account`: the signed-in user's own profile, password and second
-//! factor, and beside it (each a page of its own, [`Part`]) sessions,
-//! named API keys, organization and rate limits, each form calling the
+//! `/account`: the signed-in user's own profile and second factor, and
+//! beside it (each a page of its own, [`Part`]) password, sessions, named
+//! API keys, organization and rate limits, each form calling the
 //! same accounts command as its `/api/auth/…` route. Secrets (a new API key,
 //! the TOTP secret, backup codes) appear on the one response that made
 //! them, which like every page is `no-store`; what removes something asks
@@ -48,6 +48,7 @@ pub struct Profile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     Profile,
+    Password,
     Sessions,
     Keys,
     Organization,
@@ -57,14 +58,16 @@ pub enum Part {
 impl Part {
     const LINKS: &'static [(&'static str, &'static str)] = &[
         ("/account", "Profile and security"),
+        ("/account/password", "Password"),
         ("/account/sessions", "Sessions"),
         ("/account/keys", "API keys"),
         ("/account/organization", "Organization"),
         ("/account/limits", "Rate limits"),
     ];
 
-    const ALL: [Self; 5] = [
+    const ALL: [Self; 6] = [
         Self::Profile,
+        Self::Password,
         Self::Sessions,
         Self::Keys,
         Self::Organization,
@@ -92,6 +95,7 @@ impl Part {
     fn name(self) -> &'static str {
         match self {
             Self::Profile => "profile",
+            Self::Password => "password",
             Self::Sessions => "sessions",
             Self::Keys => "keys",
             Self::Organization => "organization",
@@ -295,8 +299,8 @@ pub(super) fn done(code: &str) -> Response {
     Redirect::to(&format!("{path}?done={code}")).into_response()
 }
 
-/// `GET /account` (profile, password and second factor) and its other
-/// parts' pages (`/account/sessions`, `/account/keys`,
+/// `GET /account` (profile and second factor) and its other parts' pages
+/// (`/account/password`, `/account/sessions`, `/account/keys`,
 /// `/account/organization`, `/account/limits`), told apart by the route.
 pub async fn show(
     State(state): State<WebState>,
@@ -332,7 +336,7 @@ pub async fn password(
         return with_error(
             &auth,
             &caller,
-            Part::Profile,
+            Part::Password,
             "The new passwords differ".to_owned(),
         )
         .await;
@@ -346,7 +350,7 @@ pub async fn password(
             Redirect::to("/login?notice=password"),
         )
             .into_response()),
-        Err(e) => refusal(&auth, &caller, Part::Profile, e).await,
+        Err(e) => refusal(&auth, &caller, Part::Password, e).await,
     }
 }
 

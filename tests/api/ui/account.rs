@@ -6,12 +6,13 @@
 use agon::crypto::totp;
 use reqwest::Method;
 
-use super::{Jar, browser, spawn, ui_sign_in};
+use super::{Jar, PASSWORD, browser, spawn, ui_sign_in};
 use crate::support::accounts::{call, login, me};
 use crate::support::{Kind, on_both_backends};
 
 on_both_backends! {
     the_account_page_shows_profile_sessions_and_keys => the_account_page_shows_profile_sessions_and_keys;
+    the_password_changes_on_its_own_page_and_signs_out => the_password_changes_on_its_own_page_and_signs_out;
     a_key_made_on_the_page_works_until_revoked_there => a_key_made_on_the_page_works_until_revoked_there;
     signing_out_other_sessions_ends_them => signing_out_other_sessions_ends_them;
     mfa_turns_on_with_a_computed_code_and_shows_backup_codes_once => mfa_turns_on_with_a_computed_code_and_shows_backup_codes_once;
@@ -73,6 +74,7 @@ async fn the_account_page_shows_profile_sessions_and_keys(kind: Kind) {
     assert!(html.contains("Test User"));
     // The other parts are pages of their own, each linked from every one.
     for (path, part) in [
+        ("/account/password", "Password"),
         ("/account/sessions", "Sessions"),
         ("/account/keys", "API keys"),
         ("/account/organization", "Organization"),
@@ -84,6 +86,10 @@ async fn the_account_page_shows_profile_sessions_and_keys(kind: Kind) {
         );
     }
     assert!(!html.contains("this browser") && !html.contains("API keys</h2>"));
+    assert!(
+        !html.contains("name=\"current_password\""),
+        "the password form is a page of its own"
+    );
     let (status, sessions) = get(&app.base, &jar, "/account/sessions").await;
     assert_eq!(status, 200);
     assert!(
@@ -106,6 +112,56 @@ async fn the_account_page_shows_profile_sessions_and_keys(kind: Kind) {
         .unwrap();
     assert_eq!(response.status(), 303);
     assert_eq!(response.headers()["location"], "/login?next=%2Faccount");
+}
+
+async fn the_password_changes_on_its_own_page_and_signs_out(kind: Kind) {
+    let app = spawn(kind).await;
+    let jar = ui_sign_in(&app.base, "pw@example.com").await;
+    let (status, page) = get(&app.base, &jar, "/account/password").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<a href=\"/account/password\" aria-current=\"page\">Password</a>"));
+    assert!(
+        page.contains("<form method=\"post\" action=\"/account/password\""),
+        "{page}"
+    );
+    let new = "a new and longer passphrase";
+    // Refusals come back on the same page, and change nothing.
+    for (current, confirm, says) in [
+        (
+            PASSWORD,
+            "something else entirely",
+            "The new passwords differ",
+        ),
+        ("not the password", new, "id=\"form-errors\""),
+    ] {
+        let form = [
+            ("current_password", current),
+            ("new_password", new),
+            ("confirm_password", confirm),
+        ];
+        let (status, _, body) = post(&app.base, &jar, "/account/password", &form).await;
+        assert_eq!(status, 422, "{body}");
+        assert!(body.contains(says), "{says}: {body}");
+        assert!(
+            body.contains("action=\"/account/password\""),
+            "the form again"
+        );
+    }
+    assert_eq!(
+        get(&app.base, &jar, "/account").await.0,
+        200,
+        "still signed in"
+    );
+    let form = [
+        ("current_password", PASSWORD),
+        ("new_password", new),
+        ("confirm_password", new),
+    ];
+    let (status, location, _) = post(&app.base, &jar, "/account/password", &form).await;
+    assert_eq!((status, location.as_str()), (303, "/login?notice=password"));
+    // Every session ended, this one too; the new password signs in.
+    assert_eq!(get(&app.base, &jar, "/account").await.0, 303);
+    assert!(login(&app.base, "pw@example.com", new).await["access_token"].is_string());
 }
 
 async fn a_key_made_on_the_page_works_until_revoked_there(kind: Kind) {

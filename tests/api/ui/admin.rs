@@ -71,14 +71,18 @@ async fn an_admin_unlocks_resets_disables_and_revokes(kind: Kind) {
     ] {
         assert!(overview.contains(part), "{part}: {overview}");
     }
-    // The whole health report, errors, limits and metrics are pages of their own.
+    // The whole health report, errors, limits and metrics are pages of their
+    // own; like records (the projections, the tiers) are a row each.
     for (path, part) in [
         (
             "/admin/health",
-            "<th scope=\"row\">projections.<wbr>0.<wbr>checkpoint_position</th>",
+            "<h3>Projections</h3>\n<div class=\"scroll\" role=\"region\" aria-label=\"Health: Projections\" tabindex=\"0\">\n<table>\n<thead><tr><th scope=\"col\">name</th><th scope=\"col\">behind</th><th scope=\"col\">checkpoint_position</th><th scope=\"col\">stalled</th></tr></thead>",
         ),
         ("/admin/errors", "id=\"errors-h\">Recent errors"),
-        ("/admin/limits", "Rate limit configuration"),
+        (
+            "/admin/limits",
+            "<tr><th scope=\"row\">free</th><td>60</td><td>10</td></tr>",
+        ),
         ("/admin/metrics", "Each metric summed over its labels."),
     ] {
         assert!(overview.contains(&format!("href=\"{path}\"")), "{path}");

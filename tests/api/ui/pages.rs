@@ -59,6 +59,7 @@ async fn every_page_carries_the_policy_and_keeps_its_budgets(kind: Kind) {
         ("/debates/not-a-debate", true, 404),
         ("/assets/nothing.js", false, 404),
         ("/account", true, 200),
+        ("/account/password", true, 200),
         ("/account/sessions", true, 200),
         ("/account/keys", true, 200),
         ("/account/organization", true, 200),
