@@ -193,7 +193,7 @@ def first_paint(browser, agon, baseline_url):
         (user, "/"), (user, "/debates"), (user, f"/debates/{small}"), (user, "/leaderboard"),
         (user, "/account"), (user, "/account/password"), (user, "/account/sessions"), (user, "/account/keys"),
         (user, "/account/organization"), (user, "/account/limits"),
-        (user, "/developer"), (user, "/developer/webhooks"), (user, "/developer/events"),
+        (user, "/developer"), (user, "/developer/webhooks"), (user, "/developer/webhooks/new"), (user, "/developer/events"),
         (admin, "/admin"), (admin, "/admin/users"), (admin, "/admin/health"), (admin, "/admin/errors"),
         (admin, "/admin/limits"), (admin, "/admin/metrics"),
     ]

@@ -176,6 +176,7 @@ pub fn router(state: WebState) -> Router {
             get(pages::developer::show).post(pages::webhooks::create),
         )
         .route("/developer/events", get(pages::developer::show))
+        .route("/developer/webhooks/new", get(pages::developer::show))
         .route("/developer/webhooks/{id}", get(pages::webhooks::deliveries))
         .route("/developer/webhooks/{id}/ping", post(pages::webhooks::ping))
         .route(

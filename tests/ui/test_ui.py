@@ -122,9 +122,14 @@ def test_keyboard_only_sign_in_and_a_debate(agon, watched):
     topic = "Tabs or spaces? <script>alert(1)</script>"
     page.get_by_label("Topic").fill(topic)
     page.get_by_label("demo-a").check()
+    unanimous = page.get_by_role("radio", name="unanimous: every vote agrees, with or without modifications")
+    unanimous.focus()
+    page.keyboard.press("Space")
+    assert unanimous.is_checked()
     page.get_by_role("button", name="Start debate").click()
     page.get_by_role("heading", name="The debate was not started").wait_for()
     assert page.get_by_label("Topic").input_value() == topic
+    assert unanimous.is_checked(), "the refused form keeps the chosen mode"
     check_page(page, "debate-new-refused")
 
     assert page.get_by_label("demo-a").is_checked()
@@ -141,6 +146,7 @@ def test_keyboard_only_sign_in_and_a_debate(agon, watched):
     # The consensus is recorded just before the debate ends: the status
     # follows over the socket (or with the next reload).
     page.get_by_text("completed", exact=True).wait_for()
+    assert page.locator("#consensus dt:text-is('Mode') + dd").inner_text() == "unanimous"
     check_page(page, "debate")
     page.goto(agon.base + "/debates/01900000-0000-7000-8000-000000000000")
     page.get_by_role("heading", name="Page not found").wait_for()

@@ -64,7 +64,8 @@ struct NewDebatePage {
     unconfigured: usize,
     /// Every agent whose breaker is open, and for how many more seconds.
     open_breakers: Vec<(String, u64)>,
-    modes: Vec<&'static str>,
+    /// Each consensus mode with what it decides by.
+    modes: Vec<(&'static str, &'static str)>,
     values: FormValues,
     errors: Vec<String>,
     max_rounds: u32,
@@ -118,12 +119,27 @@ fn form_page(
             .iter()
             .map(|b| (b.agent.clone(), b.retry_in_seconds.unwrap_or_default()))
             .collect(),
-        modes: ConsensusMode::ALL.iter().map(|m| m.as_str()).collect(),
+        modes: ConsensusMode::ALL
+            .iter()
+            .map(|&m| (m.as_str(), decides_by(m)))
+            .collect(),
         values,
         errors,
         max_rounds: MAX_ROUNDS,
         topic_chars: limits.topic_chars,
         context_chars: limits.context_chars,
+    }
+}
+
+/// What a consensus mode decides by, as the start page explains it beside
+/// its choice (the README's "Consensus" has the arithmetic).
+fn decides_by(mode: ConsensusMode) -> &'static str {
+    match mode {
+        ConsensusMode::Majority => "the agreeing share reaches the threshold",
+        ConsensusMode::Supermajority => "the agreeing share reaches the threshold and two thirds",
+        ConsensusMode::Unanimous => "every vote agrees, with or without modifications",
+        ConsensusMode::Judge => "the judge's vote decides (without one, as majority)",
+        ConsensusMode::Weighted => "as majority, each vote weighted by its agent's ELO",
     }
 }
 

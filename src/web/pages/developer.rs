@@ -71,6 +71,9 @@ pub enum Part {
     Start,
     Webhooks,
     Events,
+    /// The form adding a webhook (a page of its own, as autofill reads every
+    /// form on a page before its first paint), under "Webhooks".
+    NewWebhook,
 }
 
 impl Part {
@@ -81,18 +84,32 @@ impl Part {
     ];
 
     fn path(self) -> &'static str {
-        Self::LINKS[self as usize].0
+        match self {
+            Self::NewWebhook => "/developer/webhooks/new",
+            linked => Self::LINKS[linked as usize].0,
+        }
     }
 
     /// The part whose page `path` is.
     fn at(path: &str) -> Option<Self> {
-        [Self::Start, Self::Webhooks, Self::Events]
+        [Self::Start, Self::Webhooks, Self::Events, Self::NewWebhook]
             .into_iter()
             .find(|p| p.path() == path)
     }
 
     fn heading(self) -> &'static str {
-        Self::LINKS[self as usize].1
+        match self {
+            Self::NewWebhook => "Add a webhook",
+            linked => Self::LINKS[linked as usize].1,
+        }
+    }
+
+    /// The sub-navigation's link this page is under.
+    fn under(self) -> Self {
+        match self {
+            Self::NewWebhook => Self::Webhooks,
+            other => other,
+        }
     }
 
     /// The name the template tests.
@@ -101,6 +118,7 @@ impl Part {
             Self::Start => "start",
             Self::Webhooks => "webhooks",
             Self::Events => "events",
+            Self::NewWebhook => "new-webhook",
         }
     }
 }
@@ -123,8 +141,8 @@ struct DeveloperPage {
 }
 
 /// `GET /developer` (the quick start, API keys and documents) and its
-/// other parts' pages (`/developer/webhooks`, `/developer/events`), told
-/// apart by the route.
+/// other parts' pages (`/developer/webhooks`, `/developer/webhooks/new`,
+/// `/developer/events`), told apart by the route.
 pub async fn show(
     State(auth): State<Auth>,
     State(webhooks): State<Webhooks>,
@@ -182,7 +200,7 @@ pub async fn page(
         subnav: SubNav {
             label: "Developer portal",
             links: Part::LINKS,
-            current: part.path(),
+            current: part.under().path(),
         },
         part: part.name(),
         heading: part.heading(),

@@ -37,7 +37,8 @@ fn page_error(error: WebhooksError) -> PageError {
     }
 }
 
-/// `POST /developer/webhooks`: a new subscription; the page shows its secret once.
+/// `POST /developer/webhooks`: a new subscription; the list shows its secret
+/// once, or the form comes back with the refusal.
 pub async fn create(
     State(auth): State<Auth>,
     State(webhooks): State<Webhooks>,
@@ -51,20 +52,25 @@ pub async fn create(
     let created = webhooks
         .create(owner, &url, form.all("events"), description, None)
         .await;
-    let extras = match created {
-        Ok(made) => Extras {
-            secret: Some((made.subscription.url, made.secret)),
-            ..Extras::default()
-        },
-        Err(e) => Extras {
-            error: Some(refusal(e)?),
-            form_url: url,
-            ..Extras::default()
-        },
+    let (part, extras) = match created {
+        Ok(made) => (
+            Part::Webhooks,
+            Extras {
+                secret: Some((made.subscription.url, made.secret)),
+                ..Extras::default()
+            },
+        ),
+        Err(e) => (
+            Part::NewWebhook,
+            Extras {
+                error: Some(refusal(e)?),
+                form_url: url,
+                ..Extras::default()
+            },
+        ),
     };
-    let refused = extras.error.is_some();
-    let mut response = page(&auth, &webhooks, caller, Part::Webhooks, extras).await?;
-    if refused {
+    let mut response = page(&auth, &webhooks, caller, part, extras).await?;
+    if part == Part::NewWebhook {
         *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
     }
     Ok(response)

@@ -67,6 +67,7 @@ async fn every_page_carries_the_policy_and_keeps_its_budgets(kind: Kind) {
         ("/leaderboard", true, 200),
         ("/developer", true, 200),
         ("/developer/webhooks", true, 200),
+        ("/developer/webhooks/new", true, 200),
         ("/developer/events", true, 200),
     ];
     for (path, signed_in, status) in pages {

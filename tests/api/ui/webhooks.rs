@@ -32,8 +32,15 @@ async fn portal(kind: Kind) {
     let (status, html) = get(base, &jar, "/developer/webhooks").await;
     assert_eq!(status, 200);
     assert!(html.contains("No webhooks yet."));
+    // The form is a page of its own, under "Webhooks".
+    assert!(html.contains("<a class=\"button\" href=\"/developer/webhooks/new\">"));
+    assert!(!html.contains("id=\"hook-url\""));
+    let (status, form_page) = get(base, &jar, "/developer/webhooks/new").await;
+    assert_eq!(status, 200);
+    assert!(form_page.contains("<form method=\"post\" action=\"/developer/webhooks\""));
+    assert!(form_page.contains("<a href=\"/developer/webhooks\" aria-current=\"page\">"));
 
-    // A refused address is named and nothing is added.
+    // A refused address is named on the form, kept, and nothing is added.
     let form = [
         ("url", "ftp://example.com/x"),
         ("events", "debate.completed"),
@@ -41,7 +48,9 @@ async fn portal(kind: Kind) {
     let (status, _, html) = post(base, &jar, "/developer/webhooks", &form).await;
     assert_eq!(status, 422, "{html}");
     assert!(html.contains("id=\"webhook-error\""), "{html}");
-    assert!(html.contains("No webhooks yet."));
+    assert!(html.contains("value=\"ftp://example.com/x\""), "{html}");
+    let (_, list) = get(base, &jar, "/developer/webhooks").await;
+    assert!(list.contains("No webhooks yet."));
 
     let form = [
         ("url", url.as_str()),
