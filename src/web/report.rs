@@ -85,10 +85,11 @@ fn is_compound(value: &Value) -> bool {
     }
 }
 
-/// A scalar, or a list of scalars joined.
+/// A scalar, or a list of scalars joined; an empty list or object is "none".
 fn flat_leaf(value: &Value) -> String {
     match value {
         Value::Array(list) if list.is_empty() => "none".to_owned(),
+        Value::Object(map) if map.is_empty() => "none".to_owned(),
         Value::Array(list) => list.iter().map(leaf).collect::<Vec<_>>().join(", "),
         other => leaf(other),
     }
@@ -187,7 +188,9 @@ fn walk(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
         }
     };
     match value {
-        Value::Object(map) => map.iter().for_each(|(k, v)| walk(&name(k), v, out)),
+        Value::Object(map) if !map.is_empty() => {
+            map.iter().for_each(|(k, v)| walk(&name(k), v, out));
+        }
         Value::Array(list) if list.iter().any(|v| v.is_object() || v.is_array()) => list
             .iter()
             .enumerate()
@@ -229,7 +232,8 @@ mod tests {
             "status": "healthy",
             "tags": ["a", "b"],
             "empty": [],
-            "database": {"backend": "sqlite", "pool": {"size": 4}},
+            "nothing": {},
+            "database": {"backend": "sqlite", "pool": {"size": 4}, "replicas": {}},
             "projections": [
                 {"name": "debates", "behind": false, "stalled": null},
                 {"name": "accounts", "behind": true, "stalled": "12 s"},
@@ -257,6 +261,7 @@ mod tests {
             got[0].table,
             Table::facts(vec![
                 ("empty".to_owned(), "none".to_owned()),
+                ("nothing".to_owned(), "none".to_owned()),
                 ("status".to_owned(), "healthy".to_owned()),
                 ("tags".to_owned(), "a, b".to_owned()),
             ])
@@ -266,6 +271,7 @@ mod tests {
             Table::facts(vec![
                 ("backend".to_owned(), "sqlite".to_owned()),
                 ("pool.size".to_owned(), "4".to_owned()),
+                ("replicas".to_owned(), "none".to_owned()),
             ])
         );
         // Records without a naming field are numbered from 1.
