@@ -62,7 +62,34 @@ pub struct Extras {
     /// The subscription's address and its new secret.
     pub secret: Option<(String, String)>,
     pub error: Option<String>,
-    pub form_url: String,
+    /// What a refused webhook form held, to show it again.
+    pub form: Option<HookForm>,
+}
+
+/// The webhook form's fields as sent.
+#[derive(Debug, Default)]
+pub struct HookForm {
+    pub url: String,
+    pub description: String,
+    pub events: Vec<String>,
+}
+
+impl Extras {
+    fn url(&self) -> &str {
+        self.form.as_ref().map_or("", |f| f.url.as_str())
+    }
+
+    fn description(&self) -> &str {
+        self.form.as_ref().map_or("", |f| f.description.as_str())
+    }
+
+    /// Whether `event` is ticked: every event on a new form, those sent on
+    /// a refused one.
+    fn checked(&self, event: &str) -> bool {
+        self.form
+            .as_ref()
+            .is_none_or(|f| f.events.iter().any(|e| e == event))
+    }
 }
 
 /// The portal's pages.

@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::developer::{Extras, Part, page};
+use super::developer::{Extras, HookForm, Part, page};
 use super::{Chrome, Fields, render};
 use crate::auth::Auth;
 use crate::web::error::PageError;
@@ -46,11 +46,15 @@ pub async fn create(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let form = Fields::parse(&body);
-    let url = form.get("url").unwrap_or_default().to_owned();
-    let description = form.get("description").map(str::to_owned);
+    let sent = HookForm {
+        url: form.get("url").unwrap_or_default().to_owned(),
+        description: form.get("description").unwrap_or_default().to_owned(),
+        events: form.all("events"),
+    };
+    let description = Some(sent.description.clone()).filter(|d| !d.is_empty());
     let owner = caller.user_id.as_str();
     let created = webhooks
-        .create(owner, &url, form.all("events"), description, None)
+        .create(owner, &sent.url, sent.events.clone(), description, None)
         .await;
     let (part, extras) = match created {
         Ok(made) => (
@@ -64,7 +68,7 @@ pub async fn create(
             Part::NewWebhook,
             Extras {
                 error: Some(refusal(e)?),
-                form_url: url,
+                form: Some(sent),
                 ..Extras::default()
             },
         ),

@@ -40,15 +40,29 @@ async fn portal(kind: Kind) {
     assert!(form_page.contains("<form method=\"post\" action=\"/developer/webhooks\""));
     assert!(form_page.contains("<a href=\"/developer/webhooks\" aria-current=\"page\">"));
 
-    // A refused address is named on the form, kept, and nothing is added.
+    // A refused address is named on the form, which keeps what was sent,
+    // and nothing is added.
     let form = [
         ("url", "ftp://example.com/x"),
         ("events", "debate.completed"),
+        ("description", "ci <hook>"),
     ];
     let (status, _, html) = post(base, &jar, "/developer/webhooks", &form).await;
     assert_eq!(status, 422, "{html}");
     assert!(html.contains("id=\"webhook-error\""), "{html}");
     assert!(html.contains("value=\"ftp://example.com/x\""), "{html}");
+    assert!(
+        html.contains("value=\"ci &#60;hook&#62;\"") || html.contains("value=\"ci &lt;hook&gt;\""),
+        "{html}"
+    );
+    assert!(
+        html.contains("value=\"debate.completed\" checked>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("value=\"debate.failed\">"),
+        "not ticked: {html}"
+    );
     let (_, list) = get(base, &jar, "/developer/webhooks").await;
     assert!(list.contains("No webhooks yet."));
 
