@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::auth::Caller;
 use crate::ops::Ops;
 use crate::push::Push;
-use crate::web::report::{Section, Table, leaf, sections};
+use crate::web::report::{Section, leaf, sections};
 
 pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -98,10 +98,7 @@ impl Report {
             limiter: sections(limiter),
             limits: sections(limits),
             errors,
-            metrics: vec![Section {
-                title: String::new(),
-                table: Table::facts(metric_sums(prometheus)),
-            }],
+            metrics: vec![Section::facts(metric_sums(prometheus))],
         }
     }
 }

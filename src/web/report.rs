@@ -24,6 +24,17 @@ pub struct Table {
     pub rows: Vec<(String, Vec<String>)>,
 }
 
+impl Section {
+    /// Name and value rows without a heading: the document's own fields, or
+    /// a document of them alone.
+    pub fn facts(rows: Vec<(String, String)>) -> Self {
+        Self {
+            title: String::new(),
+            table: Table::facts(rows),
+        }
+    }
+}
+
 impl Table {
     /// Name and value, a row each.
     pub fn facts(rows: Vec<(String, String)>) -> Self {
@@ -48,10 +59,7 @@ pub fn leaf(value: &Value) -> String {
 /// one untitled section.
 pub fn sections(value: &Value) -> Vec<Section> {
     let Value::Object(fields) = value else {
-        return vec![Section {
-            title: String::new(),
-            table: Table::facts(flatten(value)),
-        }];
+        return vec![Section::facts(flatten(value))];
     };
     let (mut scalars, mut parts) = (Vec::new(), Vec::new());
     for (name, field) in fields {
@@ -65,13 +73,7 @@ pub fn sections(value: &Value) -> Vec<Section> {
         }
     }
     if !scalars.is_empty() || parts.is_empty() {
-        parts.insert(
-            0,
-            Section {
-                title: String::new(),
-                table: Table::facts(scalars),
-            },
-        );
+        parts.insert(0, Section::facts(scalars));
     }
     parts
 }
