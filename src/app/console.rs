@@ -11,7 +11,7 @@ use crate::http::routes::RouteTable;
 use crate::http::state::HttpState;
 use crate::http::{health, metrics, system};
 use crate::ops::Ops;
-use crate::web::console::{Boxed, Platform, Report};
+use crate::web::console::{Boxed, Platform};
 
 #[derive(Debug)]
 pub struct HttpReport {
@@ -24,19 +24,20 @@ pub struct HttpReport {
 }
 
 impl Platform for HttpReport {
-    fn report(&self) -> Boxed<'_, Report> {
-        Box::pin(async move {
-            let health = health::detailed_json(&self.ops, &self.http).await;
-            let (limiter, limits) = system::limiter_json(&self.http, self.table.clone()).await;
-            let errors = system::errors_json(&self.http, self.recent_errors);
-            Report::new(
-                &health,
-                &limiter,
-                &limits,
-                &errors,
-                &metrics::handle().render(),
-            )
-        })
+    fn health(&self) -> Boxed<'_, Value> {
+        Box::pin(health::detailed_json(&self.ops, &self.http))
+    }
+
+    fn rate_limits(&self) -> Boxed<'_, (Value, Value)> {
+        Box::pin(system::limiter_json(&self.http, self.table.clone()))
+    }
+
+    fn errors(&self) -> Value {
+        system::errors_json(&self.http, self.recent_errors)
+    }
+
+    fn metrics(&self) -> String {
+        metrics::handle().render()
     }
 
     fn rate_status<'a>(&'a self, caller: &'a Caller) -> Boxed<'a, Value> {

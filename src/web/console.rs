@@ -16,16 +16,23 @@ use serde_json::Value;
 use crate::auth::Caller;
 use crate::ops::Ops;
 use crate::push::Push;
-use crate::web::report::{Section, leaf, sections};
+use crate::web::report::{Section, leaf};
 
 pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The HTTP face's operations data, as the JSON its endpoints serve.
+/// The HTTP face's operations data, each document as the JSON its endpoint
+/// serves, asked for one at a time: each console page reads only what it
+/// shows.
 pub trait Platform: Send + Sync + Debug {
-    /// `GET /api/health/detailed`, `/api/system/rate-limits`,
-    /// `/api/rate-limits/config` and `/api/system/errors`, with the
-    /// metrics' Prometheus text.
-    fn report(&self) -> Boxed<'_, Report>;
+    /// `GET /api/health/detailed`.
+    fn health(&self) -> Boxed<'_, Value>;
+    /// `GET /api/system/rate-limits` (the live state) and
+    /// `GET /api/rate-limits/config`.
+    fn rate_limits(&self) -> Boxed<'_, (Value, Value)>;
+    /// `GET /api/system/errors`, as many as the console lists.
+    fn errors(&self) -> Value;
+    /// The metrics' Prometheus text, as `/metrics` serves it.
+    fn metrics(&self) -> String;
     /// `GET /api/rate-limit/status` for `caller`.
     fn rate_status<'a>(&'a self, caller: &'a Caller) -> Boxed<'a, Value>;
 }
@@ -49,58 +56,33 @@ pub struct RecentError {
     pub trace_id: String,
 }
 
-/// The report as the console shows it: each JSON document in sections of
-/// tables ([`report::sections`]).
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    /// The overview's few lines: status, database, bus, Redis, projections, seals.
-    pub health_summary: Vec<(String, String)>,
-    pub health: Vec<Section>,
-    pub limiter: Vec<Section>,
-    pub limits: Vec<Section>,
-    pub errors: Vec<RecentError>,
-    /// Each metric family with the sum of its samples.
-    pub metrics: Vec<Section>,
+/// The rows of a `GET /api/system/errors` body.
+pub fn recent_errors(body: &Value) -> Vec<RecentError> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    body["errors"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|e| RecentError {
+                    at: text(&e["timestamp"]),
+                    status: text(&e["status"]),
+                    code: text(&e["code"]),
+                    method: text(&e["method"]),
+                    path: text(&e["path"]),
+                    trace_id: text(&e["trace_id"]),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
-impl Report {
-    /// The report from the endpoints' bodies and the Prometheus text.
-    pub fn new(
-        health: &Value,
-        limiter: &Value,
-        limits: &Value,
-        errors: &Value,
-        prometheus: &str,
-    ) -> Self {
-        let text = |v: &Value| match v {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            other => other.to_string(),
-        };
-        let errors = errors["errors"]
-            .as_array()
-            .map(|list| {
-                list.iter()
-                    .map(|e| RecentError {
-                        at: text(&e["timestamp"]),
-                        status: text(&e["status"]),
-                        code: text(&e["code"]),
-                        method: text(&e["method"]),
-                        path: text(&e["path"]),
-                        trace_id: text(&e["trace_id"]),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Self {
-            health_summary: health_summary(health),
-            health: sections(health),
-            limiter: sections(limiter),
-            limits: sections(limits),
-            errors,
-            metrics: vec![Section::facts(metric_sums(prometheus))],
-        }
-    }
+/// The metrics' sums as the console's one table.
+pub fn metric_sections(prometheus: &str) -> Vec<Section> {
+    vec![Section::facts(metric_sums(prometheus))]
 }
 
 /// The detailed health report in a few lines, as the console's overview

@@ -2,8 +2,9 @@
 //! the 403 page, anonymous visitors the sign-in page). The overview reads
 //! what `/api/admin/stats`, `/api/agents/health`, the push service and
 //! the platform's detailed health (in brief) serve; the whole health
-//! report, recent errors, rate limits and the metrics' sums (the rest of
-//! the platform's report) are pages of their own; `/admin/users` searches the directory and each account action
+//! report, recent errors, rate limits and the metrics' sums are pages of
+//! their own, each reading only its document; `/admin/users` searches the
+//! directory and each account action
 //! (unlock, MFA reset, disable, enable, revoke all) asks first on a page
 //! of its own, then runs the same accounts command as its API route.
 
@@ -19,8 +20,9 @@ use crate::agents::BreakerStatus;
 use crate::auth::{Auth, AuthError, Caller};
 use crate::config::WebSettings;
 use crate::web::WebState;
-use crate::web::console::Report;
+use crate::web::console::{RecentError, health_summary, metric_sections, recent_errors};
 use crate::web::error::PageError;
+use crate::web::report::{Section, sections};
 use crate::web::session::SignedIn;
 
 /// A signed-in admin; any other signed-in user gets the 403 page.
@@ -69,17 +71,34 @@ pub struct Activity {
     pub breakers: Vec<BreakerStatus>,
 }
 
+/// What a part of the console shows: each reads only its own document.
+#[derive(Debug)]
+pub enum Shown {
+    /// Activity, breakers and the health report in a few lines.
+    Overview {
+        activity: Activity,
+        health: Vec<(String, String)>,
+    },
+    /// `GET /api/health/detailed` as tables.
+    Health(Vec<Section>),
+    Errors(Vec<RecentError>),
+    /// The limiter's live state and its configuration.
+    Limits {
+        live: Vec<Section>,
+        config: Vec<Section>,
+    },
+    /// Each metric family's sum.
+    Metrics(Vec<Section>),
+}
+
 #[derive(Template)]
 #[template(path = "admin.html")]
 struct ConsolePage {
     chrome: Chrome,
     subnav: SubNav,
-    /// Which part of the console: `overview`, `health`, `errors`, `limits`, `metrics`.
-    part: &'static str,
-    /// The part's name, in the title.
-    heading: &'static str,
-    activity: Option<Activity>,
-    report: Report,
+    /// The part's name, in the title (none on the overview).
+    heading: Option<&'static str>,
+    shown: Shown,
 }
 
 /// `GET /admin`: activity, circuit breakers and detailed health in brief.
@@ -89,23 +108,24 @@ pub async fn overview(
 ) -> Result<Response, PageError> {
     let console = state.console()?;
     // Side by side: each reads the store, and the page waits for both.
-    let (stats, report) = tokio::join!(console.ops.admin_stats(), console.platform.report());
+    let (stats, health) = tokio::join!(console.ops.admin_stats(), console.platform.health());
     let stats = stats.map_err(PageError::internal)?;
     let push = console.push.stats();
     render(&ConsolePage {
         chrome: Chrome::for_caller(Some(&caller), "admin"),
         subnav: console_nav("/admin"),
-        part: "overview",
-        heading: "Overview",
-        activity: Some(Activity {
-            active_debates: stats.active_debates,
-            total_events: stats.total_events,
-            events_by_type: stats.events_by_aggregate_type.into_iter().collect(),
-            ws_connections: push.connections,
-            ws_subscriptions: push.subscriptions,
-            breakers: state.agents.breakers(),
-        }),
-        report,
+        heading: None,
+        shown: Shown::Overview {
+            activity: Activity {
+                active_debates: stats.active_debates,
+                total_events: stats.total_events,
+                events_by_type: stats.events_by_aggregate_type.into_iter().collect(),
+                ws_connections: push.connections,
+                ws_subscriptions: push.subscriptions,
+                breakers: state.agents.breakers(),
+            },
+            health: health_summary(&health),
+        },
     })
 }
 
@@ -118,21 +138,41 @@ pub async fn part(
     Admin(caller): Admin,
     Path(part): Path<String>,
 ) -> Result<Response, PageError> {
-    let (part, heading, path) = match part.as_str() {
-        "health" => ("health", "Health report", "/admin/health"),
-        "errors" => ("errors", "Recent errors", "/admin/errors"),
-        "limits" => ("limits", "Rate limits", "/admin/limits"),
-        "metrics" => ("metrics", "Metrics", "/admin/metrics"),
+    let platform = &state.console()?.platform;
+    let (heading, path, shown) = match part.as_str() {
+        "health" => (
+            "Health report",
+            "/admin/health",
+            Shown::Health(sections(&platform.health().await)),
+        ),
+        "errors" => (
+            "Recent errors",
+            "/admin/errors",
+            Shown::Errors(recent_errors(&platform.errors())),
+        ),
+        "limits" => {
+            let (live, config) = platform.rate_limits().await;
+            (
+                "Rate limits",
+                "/admin/limits",
+                Shown::Limits {
+                    live: sections(&live),
+                    config: sections(&config),
+                },
+            )
+        }
+        "metrics" => (
+            "Metrics",
+            "/admin/metrics",
+            Shown::Metrics(metric_sections(&platform.metrics())),
+        ),
         _ => return Err(PageError::NotFound),
     };
-    let report = state.console()?.platform.report().await;
     render(&ConsolePage {
         chrome: Chrome::for_caller(Some(&caller), "admin"),
         subnav: console_nav(path),
-        part,
-        heading,
-        activity: None,
-        report,
+        heading: Some(heading),
+        shown,
     })
 }
 
