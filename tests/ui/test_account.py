@@ -129,6 +129,13 @@ def test_the_developer_portal(agon, watched):
     page.get_by_role("link", name="Developer").click()
     page.get_by_role("heading", name="Developer portal").wait_for()
     assert page.locator("#server").inner_text().startswith("http")
+    # One client's sample open at a time: opening the SDK's closes curl's.
+    curl = page.get_by_text("curl -X POST")
+    assert curl.is_visible()
+    page.locator("summary", has_text="Python (aragora-sdk)").focus()
+    page.keyboard.press("Enter")
+    page.get_by_text("from aragora_sdk import AragoraClient").wait_for()
+    assert not curl.is_visible()
     check_page(page, "developer")
     page.get_by_role("link", name="WebSocket messages").click()
     page.locator("summary", has_text="agent.delta").click()
