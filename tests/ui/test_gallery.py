@@ -55,9 +55,16 @@ def test_history_search_publish_and_the_public_gallery(agon, watched, browser):
     assert page.locator("#debates tbody tr").count() == 2
     check_page(page, "history")
     page.get_by_label("Topic contains").fill("TRAMS")
-    page.get_by_role("button", name="Show").click()
+    page.get_by_role("button", name="Search").click()
     page.get_by_text("1 debate whose topic contains").wait_for()
     assert page.locator("#debates tbody tr").count() == 1
+    # The status filter is links that keep the search.
+    filters = page.get_by_role("navigation", name="Status")
+    filters.get_by_role("link", name="running").click()
+    page.get_by_text("0 debates whose topic contains “TRAMS”, running.").wait_for()
+    filters.get_by_role("link", name="completed").click()
+    page.get_by_text("1 debate whose topic contains “TRAMS”, completed.").wait_for()
+    assert filters.get_by_role("link", name="completed").get_attribute("aria-current") == "page"
 
     page.get_by_role("link", name="Should every city have trams?", exact=True).click()
     page.get_by_role("button", name="Publish to the public gallery").click()

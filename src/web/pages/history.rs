@@ -74,9 +74,12 @@ struct HistoryPage {
     chrome: Chrome,
     rows: Vec<Row>,
     total: u64,
-    statuses: [&'static str; 5],
+    /// The status filter's links: each status's name and value, "any" first.
+    filters: Vec<(&'static str, &'static str)>,
     status: String,
     search: String,
+    /// `search` encoded for the filter links.
+    search_query: String,
     /// `status` and `q` as a query string, for the paging links.
     query: String,
     previous: Option<u64>,
@@ -122,8 +125,11 @@ pub async fn show(
         chrome: Chrome::for_caller(Some(&caller), "history"),
         rows,
         total: page.total,
-        statuses: STATUSES,
+        filters: std::iter::once(("any", ""))
+            .chain(STATUSES.into_iter().map(|s| (s, s)))
+            .collect(),
         status: status.unwrap_or_default().to_owned(),
+        search_query: encode(&search),
         query: format!(
             "status={}&q={}",
             status.unwrap_or_default(),

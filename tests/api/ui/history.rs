@@ -79,6 +79,18 @@ async fn history(kind: Kind) {
     assert!(found.contains("More APPLES?") && found.contains("Apples or pears"));
     assert!(!found.contains("Plums"));
 
+    let (_, completed) = get(base, &jar, "/debates?status=completed&q=apples").await;
+    assert!(completed.contains("2 debates"), "{completed}");
+    // The filter's links keep the search, the chosen status marked; the
+    // search form keeps the status.
+    assert!(
+        completed.contains(
+            r#"<a href="/debates?status=completed&amp;q=apples" aria-current="page">completed</a>"#
+        ),
+        "{completed}"
+    );
+    assert!(completed.contains(r#"<a href="/debates?status=running&amp;q=apples">running</a>"#));
+    assert!(completed.contains(r#"<input type="hidden" name="status" value="completed">"#));
     let (_, completed) = get(base, &jar, "/debates?status=completed").await;
     assert!(completed.contains("3 debates"), "{completed}");
     let (_, running) = get(base, &jar, "/debates?status=running").await;
