@@ -202,6 +202,9 @@ pub struct SynthesisView {
     pub usage: agon_aggregates::debate::Usage,
     pub summary: String,
     pub key_points: Vec<String>,
+    /// The consensus, shown above it, carries this summary and these key
+    /// points: the page says so rather than showing them twice.
+    pub in_consensus: bool,
 }
 
 pub(super) fn synthesis(debate: &Debate) -> Option<SynthesisView> {
@@ -213,6 +216,10 @@ pub(super) fn synthesis(debate: &Debate) -> Option<SynthesisView> {
             usage: s.usage.clone(),
             summary: agent_html(&s.summary),
             key_points: s.key_points.clone(),
+            in_consensus: debate
+                .consensus
+                .as_ref()
+                .is_some_and(|c| c.summary == s.summary && c.key_points == s.key_points),
         })
 }
 

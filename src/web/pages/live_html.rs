@@ -225,10 +225,17 @@ impl LiveHtml {
                 Some(format!("{agent} voted.")),
             ),
             DebateEvent::ConsensusComputed { result, .. } => (
-                vec![html(&ConsensusHtml {
-                    consensus: consensus(d).as_ref(),
-                    oob: true,
-                })],
+                vec![
+                    html(&ConsensusHtml {
+                        consensus: consensus(d).as_ref(),
+                        oob: true,
+                    }),
+                    // Its text is now the consensus card's.
+                    html(&SynthesisHtml {
+                        synthesis: synthesis(d).as_ref(),
+                        oob: true,
+                    }),
+                ],
                 Some(format!(
                     "Consensus {}, confidence {:.2}.",
                     if consensus(d).is_some_and(|c| c.reached) {

@@ -206,6 +206,18 @@ async fn the_recorded_page_shows_every_contribution_and_the_consensus(kind: Kind
     assert!(html.contains("<meter id=\"confidence\""));
     let confidence = format!("{:.2}", detail["consensus"]["confidence"].as_f64().unwrap());
     assert!(html.contains(&format!("<strong>{confidence}</strong>")));
+    // The synthesis's summary and key points are the consensus card's,
+    // shown once: its own section points up to them.
+    let point = detail["consensus"]["consensus"]["key_points"][0]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        html.matches(&format!("<li>{}</li>", escaped(point)))
+            .count(),
+        1,
+        "{html}"
+    );
+    assert!(html.contains("are the consensus's, <a href=\"#consensus\">shown above</a>"));
     assert!(html.contains(&format!("/debates/{id}/export/md")));
     // Ended: nothing to follow.
     assert!(!html.contains("hx-ws:connect"));
