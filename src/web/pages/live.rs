@@ -51,9 +51,23 @@ impl Header {
             agents: debate.agents.join(", "),
             round: debate.messages.iter().map(|m| m.round).max().unwrap_or(0),
             rounds: debate.protocol.as_ref().map_or(0, |p| p.rounds),
-            phase: last.map(|m| m.phase.clone()),
+            phase: closing_stage(debate)
+                .map(str::to_owned)
+                .or_else(|| last.map(|m| m.phase.clone())),
             error: debate.failure_reason.clone(),
         }
+    }
+}
+
+/// The closing stage a debate is in or ended at (its votes, then its
+/// synthesis), which no round message names.
+fn closing_stage(debate: &Debate) -> Option<&'static str> {
+    if !debate.votes.is_empty() {
+        Some("vote")
+    } else if debate.synthesis.is_some() {
+        Some("synthesis")
+    } else {
+        None
     }
 }
 

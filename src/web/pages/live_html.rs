@@ -211,19 +211,26 @@ impl LiveHtml {
                 Some(format!("{agent} failed and takes no further part.")),
             ),
             DebateEvent::SynthesisDrafted { agent, .. } => (
-                vec![html(&SynthesisHtml {
-                    synthesis: synthesis(d).as_ref(),
-                    oob: true,
-                })],
+                vec![
+                    self.header(),
+                    html(&SynthesisHtml {
+                        synthesis: synthesis(d).as_ref(),
+                        oob: true,
+                    }),
+                ],
                 Some(format!("{agent} drafted the synthesis.")),
             ),
-            DebateEvent::VoteCast { agent, .. } => (
-                vec![html(&VotesHtml {
+            DebateEvent::VoteCast { agent, .. } => {
+                let mut fragments = vec![html(&VotesHtml {
                     votes: &votes(d),
                     oob: true,
-                })],
-                Some(format!("{agent} voted.")),
-            ),
+                })];
+                // The first vote moves the header's phase to the vote.
+                if d.votes.len() == 1 {
+                    fragments.insert(0, self.header());
+                }
+                (fragments, Some(format!("{agent} voted.")))
+            }
             DebateEvent::ConsensusComputed { result, .. } => (
                 vec![
                     html(&ConsensusHtml {

@@ -203,6 +203,7 @@ async fn the_recorded_page_shows_every_contribution_and_the_consensus(kind: Kind
         assert!(html[at..].contains("ms"), "{slot} lacks its latency");
     }
     assert!(html.contains("id=\"consensus\""));
+    assert!(html.contains("<dt>Phase</dt><dd>vote</dd>"), "{html}");
     assert!(html.contains("<meter id=\"confidence\""));
     let confidence = format!("{:.2}", detail["consensus"]["confidence"].as_f64().unwrap());
     assert!(html.contains(&format!("<strong>{confidence}</strong>")));
@@ -359,6 +360,19 @@ async fn html_fragments_stream_by_id_and_a_replay_repeats_and_misses_nothing(kin
         assert!(fragment.contains("hx-swap-oob"), "{fragment}");
         assert!(!fragment.contains("\"type\""), "a JSON frame: {fragment}");
     }
+    // The header follows the closing stages too: the synthesis, then the
+    // vote (no round message names them).
+    let phases: Vec<&str> = first
+        .iter()
+        .filter(|f| f.contains("id=\"facts\""))
+        .filter_map(|f| f.split("<dt>Phase</dt><dd>").nth(1)?.split('<').next())
+        .collect();
+    let synthesis = phases.iter().position(|p| *p == "synthesis");
+    let vote = phases.iter().position(|p| *p == "vote");
+    assert!(
+        synthesis.is_some() && vote.is_some() && synthesis < vote,
+        "{phases:?}"
+    );
     // Once drawn, a draft grows by its next pieces alone (each an escaped
     // text added to the draft's text), never by the whole slot again. A
     // draft first seen whole has no pieces left to add (on a busy machine
