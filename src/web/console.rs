@@ -234,4 +234,27 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn recent_errors_read_every_field_as_text() {
+        let body = serde_json::json!({"errors": [
+            {"timestamp": "2026-11-29T19:00:00Z", "status": 422, "code": "validation_error",
+             "method": "POST", "path": "/api/debates", "trace_id": null},
+        ], "total": 1});
+        let rows = recent_errors(&body);
+        assert_eq!(rows.len(), 1);
+        let e = &rows[0];
+        assert_eq!(
+            [&e.at, &e.status, &e.code, &e.method, &e.path, &e.trace_id],
+            [
+                "2026-11-29T19:00:00Z",
+                "422",
+                "validation_error",
+                "POST",
+                "/api/debates",
+                ""
+            ]
+        );
+        assert!(recent_errors(&serde_json::json!({})).is_empty());
+    }
 }
