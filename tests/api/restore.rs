@@ -22,7 +22,7 @@ use sqlx::{Connection, PgConnection};
 
 use crate::support::accounts::{call, login, register};
 use crate::support::{
-    TEST_TOKEN, admin_url, fill_stream, free_port, fresh_postgres_database, wait_for_port,
+    TEST_TOKEN, admin_url, fill_stream, free_port, fresh_postgres_database, listening,
     write_concurrently,
 };
 
@@ -453,7 +453,7 @@ impl Service {
     async fn start(url: &str, data: &Path) -> Self {
         let port = free_port();
         let mut command = tokio::process::Command::from(agon_command(url, data));
-        let child = command
+        let mut child = command
             .args(["serve", "--host", "127.0.0.1"])
             .args(["--api-port", &port.to_string()])
             .args(["--ws-port", &free_port().to_string()])
@@ -462,7 +462,10 @@ impl Service {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        wait_for_port(port).await;
+        listening(port, || {
+            child.try_wait().unwrap().map(|status| status.to_string())
+        })
+        .await;
         Service {
             base: format!("http://127.0.0.1:{port}"),
             child,

@@ -121,6 +121,7 @@ pub async fn show(
         .collect();
     let shown = offset + u64::try_from(page.items.len()).unwrap_or(u64::MAX);
     let search = search.map(|s| s.as_str().to_owned()).unwrap_or_default();
+    let search_query = encode(&search);
     render(&HistoryPage {
         chrome: Chrome::for_caller(Some(&caller), "history"),
         rows,
@@ -129,12 +130,8 @@ pub async fn show(
             .chain(STATUSES.into_iter().map(|s| (s, s)))
             .collect(),
         status: status.unwrap_or_default().to_owned(),
-        search_query: encode(&search),
-        query: format!(
-            "status={}&q={}",
-            status.unwrap_or_default(),
-            encode(&search)
-        ),
+        query: format!("status={}&q={search_query}", status.unwrap_or_default()),
+        search_query,
         search,
         previous: (offset > 0).then(|| offset.saturating_sub(u64::from(limit))),
         next: (shown < page.total).then_some(shown),

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::process::{ExitStatus, Output, Stdio};
 use std::time::Duration;
 
-use super::free_port;
+use super::{free_port, listening};
 
 /// `agon serve` on a free API port and a free WebSocket port, with only the
 /// environment given here.
@@ -97,7 +97,10 @@ impl Serve {
             command.stderr(stderr);
         }
         let mut child = command.spawn().unwrap();
-        listening(self.port, &mut child).await;
+        listening(self.port, || {
+            child.try_wait().unwrap().map(|status| status.to_string())
+        })
+        .await;
         Served {
             port: self.port,
             ws_port: self.ws_port,
@@ -152,31 +155,5 @@ impl Served {
             .await
             .unwrap_or_else(|_| panic!("the binary did not exit within {limit:?} of SIGTERM"))
             .unwrap()
-    }
-}
-
-/// How long a start may take: a store recovering after a SIGKILL, on a
-/// machine busy with other tests, has taken more than ten seconds.
-const STARTUP: Duration = Duration::from_secs(60);
-
-/// Waits until `child` accepts connections on `port`; a child that exits
-/// first fails the test at once, with its status.
-async fn listening(port: u16, child: &mut tokio::process::Child) {
-    let deadline = tokio::time::Instant::now() + STARTUP;
-    loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("agon serve exited before it listened on port {port}: {status}");
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "nothing listens on port {port} after {STARTUP:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -240,18 +240,37 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// How long a process may take to listen: a store recovering after a
+/// SIGKILL, on a machine busy with other tests, has taken more than ten
+/// seconds.
+const STARTUP: Duration = Duration::from_secs(60);
+
 /// Waits until something accepts TCP connections on `port`.
 pub async fn wait_for_port(port: u16) {
-    for _ in 0..200 {
+    listening(port, || None).await;
+}
+
+/// Waits until a process accepts TCP connections on `port`; when `exited`
+/// reports (with its status) that the process ended first, the test fails
+/// at once.
+pub async fn listening(port: u16, mut exited: impl FnMut() -> Option<String>) {
+    let deadline = tokio::time::Instant::now() + STARTUP;
+    loop {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .is_ok()
         {
             return;
         }
+        if let Some(status) = exited() {
+            panic!("the process exited before it listened on port {port}: {status}");
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nothing listens on port {port} after {STARTUP:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("nothing listens on port {port}");
 }
 
 /// The first `count` feed events, waiting while PostgreSQL's feed horizon is
