@@ -16,7 +16,7 @@ use crate::bus::{Bus, BusError, Ephemeral, LocalBus, NatsBus};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::signing::{KeyError, SealKey};
-use crate::debates::{Debates, TextLimits};
+use crate::debates::{DebateLimits, Debates};
 use crate::http::ratelimit::RedisError;
 use crate::http::state::{ApiState, HttpState};
 use crate::ops::Ops;
@@ -150,10 +150,11 @@ impl App {
             deltas.clone(),
             &settings,
         );
-        let limits = TextLimits {
+        let limits = DebateLimits {
             topic_chars: settings.agents.max_topic_chars,
             context_chars: settings.agents.max_context_chars,
             search_chars: settings.agents.max_search_chars,
+            shape: settings.agents.debate_limits,
         };
         let debates = Debates::new(
             log.clone(),

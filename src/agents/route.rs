@@ -265,6 +265,7 @@ pub(super) mod tests {
             max_topic_chars: 2_000,
             max_context_chars: 20_000,
             max_search_chars: 200,
+            debate_limits: agon_aggregates::debate::Limits::DEFAULT,
             demo_delta_delay: Duration::ZERO,
             delta_buffer: 64,
         }

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use agon_aggregates::debate::Limits;
+
 use super::values::{ConfigError, Secret, Vars};
 
 /// One provider's key and address.
@@ -82,6 +84,11 @@ pub struct AgentSettings {
     /// `SERVICE_DEBATE_SEARCH_MAX_CHARS`: longest topic search (`q`) on the
     /// debates list, in characters. Default 200.
     pub max_search_chars: usize,
+    /// `SERVICE_MAX_AGENTS`, `SERVICE_MAX_ROUNDS`, `SERVICE_MAX_PHASES`,
+    /// `SERVICE_MAX_PHASE_CHARS`: how big one debate may be. Defaults 12,
+    /// 12, 8, 40; at least what a request naming nothing gets
+    /// ([`Limits::LEAST`]).
+    pub debate_limits: Limits,
     /// `SERVICE_DEMO_DELTA_DELAY_MS`: the pause before each piece a demo
     /// agent writes (its answer comes in a few `agent.delta` frames, so the
     /// live view works without keys). 0 answers at once, in the append that
@@ -173,6 +180,7 @@ impl AgentSettings {
             )? as usize,
             max_search_chars: vars.within_u32("SERVICE_DEBATE_SEARCH_MAX_CHARS", 1, 100_000, 200)?
                 as usize,
+            debate_limits: debate_limits(vars)?,
             demo_delta_delay: Duration::from_millis(
                 vars.within_u32("SERVICE_DEMO_DELTA_DELAY_MS", 0, 10_000, 20)?
                     .into(),
@@ -180,4 +188,30 @@ impl AgentSettings {
             delta_buffer: vars.within_u32("SERVICE_DELTA_BUFFER", 1, 1_000_000, 1_024)? as usize,
         })
     }
+}
+
+/// How big one debate may be. Each bound starts at what a request that names
+/// nothing gets ([`Limits::LEAST`]); the upper bounds keep one debate's
+/// calls, plan and page within reach of one replica.
+fn debate_limits<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<Limits, ConfigError> {
+    let (least, default) = (Limits::LEAST, Limits::DEFAULT);
+    let count = |name, least: usize, most, default: usize| {
+        vars.within_u32(name, as_u32(least), most, as_u32(default))
+            .map(|n| n as usize)
+    };
+    Ok(Limits {
+        agents: count("SERVICE_MAX_AGENTS", least.agents, 100, default.agents)?,
+        rounds: vars.within_u32("SERVICE_MAX_ROUNDS", least.rounds, 1_000, default.rounds)?,
+        phases: count("SERVICE_MAX_PHASES", least.phases, 64, default.phases)?,
+        phase_chars: count(
+            "SERVICE_MAX_PHASE_CHARS",
+            least.phase_chars,
+            200,
+            default.phase_chars,
+        )?,
+    })
+}
+
+fn as_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }

@@ -365,3 +365,35 @@ fn saml_settings_read_the_files_named_and_refuse_half_a_key_pair() {
         "SERVICE_SSO_IDP_ENTITY_ID"
     );
 }
+
+#[test]
+fn a_debate_s_size_is_the_deployment_s_within_what_defaults_need() {
+    let limits = settings(&[]).unwrap().agents.debate_limits;
+    assert_eq!(limits, agon_aggregates::debate::Limits::DEFAULT);
+    let wide = settings(&[
+        ("SERVICE_MAX_AGENTS", "20"),
+        ("SERVICE_MAX_ROUNDS", "50"),
+        ("SERVICE_MAX_PHASES", "10"),
+        ("SERVICE_MAX_PHASE_CHARS", "60"),
+    ])
+    .unwrap()
+    .agents
+    .debate_limits;
+    assert_eq!(
+        (wide.agents, wide.rounds, wide.phases, wide.phase_chars),
+        (20, 50, 10, 60)
+    );
+    // Below what a request naming nothing gets (three picked agents, the
+    // four default phases, "critique"), or past the upper bounds: refused.
+    for (variable, value) in [
+        ("SERVICE_MAX_AGENTS", "2"),
+        ("SERVICE_MAX_AGENTS", "101"),
+        ("SERVICE_MAX_ROUNDS", "0"),
+        ("SERVICE_MAX_ROUNDS", "1001"),
+        ("SERVICE_MAX_PHASES", "3"),
+        ("SERVICE_MAX_PHASE_CHARS", "7"),
+    ] {
+        let err = settings(&[(variable, value)]).unwrap_err();
+        assert_eq!(err.variable, variable, "{value}");
+    }
+}

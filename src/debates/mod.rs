@@ -12,6 +12,6 @@ mod service;
 pub use crate::projection::reads::DebatePage;
 pub use cache::ReadCacheSettings;
 pub use gallery::GalleryError;
-pub use rules::{CreateError, NewDebate, TextLimits, auto_agents, protocol_for};
+pub use rules::{CreateError, DebateLimits, NewDebate, auto_agents, protocol_for};
 pub use search::{SearchError, TopicSearch};
 pub use service::{DebateOutcome, Debates};

@@ -3,20 +3,22 @@
 //! by the HTTP API and the `agon debate` command.
 
 use agon_aggregates::debate::rules::{self, ProtocolRequest, Topic, same_agent};
-use agon_aggregates::debate::{ConsensusMode, DebateError, MIN_AGENTS, Protocol};
+use agon_aggregates::debate::{ConsensusMode, DebateError, Limits, MIN_AGENTS, Protocol};
 use thiserror::Error;
 
 use crate::agents::{Agents, Provider, ResolveError};
 use crate::store::{CommandError, StoreError};
 
 /// How long a topic and a context may be (`SERVICE_MAX_TOPIC_CHARS`,
-/// `SERVICE_MAX_CONTEXT_CHARS`), in characters as sent, and a search of
-/// the list (`SERVICE_DEBATE_SEARCH_MAX_CHARS`).
+/// `SERVICE_MAX_CONTEXT_CHARS`), in characters as sent, a search of the
+/// list (`SERVICE_DEBATE_SEARCH_MAX_CHARS`), and how big a debate may be
+/// (agents, rounds, phases: [`Limits`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TextLimits {
+pub struct DebateLimits {
     pub topic_chars: usize,
     pub context_chars: usize,
     pub search_chars: usize,
+    pub shape: Limits,
 }
 
 /// A debate as asked for, before checks.
@@ -96,7 +98,7 @@ pub fn auto_agents(agents: &Agents) -> Vec<String> {
 pub fn protocol_for(
     new: &mut NewDebate,
     agents: &Agents,
-    limits: TextLimits,
+    limits: DebateLimits,
 ) -> Result<Protocol, CreateError> {
     new.topic = Topic::parse(&new.topic, limits.topic_chars)
         .map_err(rule_broken)?
@@ -132,7 +134,7 @@ pub fn protocol_for(
             None => new.agents.push(judge.clone()),
         }
     }
-    rules::check_seats(&new.agents, new.judge.as_deref()).map_err(rule_broken)?;
+    rules::check_seats(&new.agents, new.judge.as_deref(), &limits.shape).map_err(rule_broken)?;
     let request = ProtocolRequest {
         phases: new.phases.clone(),
         rounds: new.rounds,
@@ -140,7 +142,7 @@ pub fn protocol_for(
         threshold: new.threshold,
         judge: new.judge.clone(),
     };
-    let protocol = Protocol::parse(request, &new.agents).map_err(rule_broken)?;
+    let protocol = Protocol::parse(request, &new.agents, &limits.shape).map_err(rule_broken)?;
     for (i, name) in new.agents.iter().enumerate() {
         let field = if i < named { "agents" } else { "judge" };
         agents.resolve(name).map_err(|e| match e {

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::cache::{ReadCache, ReadCacheSettings};
-use super::rules::{CreateError, NewDebate, TextLimits, protocol_for};
+use super::rules::{CreateError, DebateLimits, NewDebate, protocol_for};
 use super::search::{SearchError, TopicSearch};
 use crate::agents::Agents;
 use crate::auth::Caller;
@@ -45,7 +45,7 @@ pub struct Debates {
     clock: Clock,
     agents: Agents,
     runner: Runner,
-    limits: TextLimits,
+    limits: DebateLimits,
     cache: ReadCache,
     /// Where this service is reached (`SERVICE_PUBLIC_URL`), for the
     /// gallery's links.
@@ -58,7 +58,7 @@ impl Debates {
         clock: Clock,
         agents: Agents,
         runner: Runner,
-        limits: TextLimits,
+        limits: DebateLimits,
     ) -> Self {
         Self {
             documents: Documents::new(log.clone()),
@@ -89,8 +89,8 @@ impl Debates {
         self
     }
 
-    /// How long a topic and a context may be.
-    pub fn limits(&self) -> TextLimits {
+    /// How long a topic and a context may be, and how big a debate.
+    pub fn limits(&self) -> DebateLimits {
         self.limits
     }
 
@@ -127,6 +127,7 @@ impl Debates {
             context: new.context.filter(|c| !c.trim().is_empty()),
             agents: new.agents,
             protocol,
+            limits: self.limits.shape,
             created_by: caller.map(|c| c.user_id.to_string()),
             org_id: caller.and_then(|c| c.org_id.as_ref().map(ToString::to_string)),
             at: self.clock.now(),

@@ -44,6 +44,7 @@ impl Decide for Debate {
             context,
             agents,
             protocol,
+            limits,
             created_by,
             org_id,
             at,
@@ -52,7 +53,7 @@ impl Decide for Debate {
             if self.exists() {
                 return Err(DebateError::AlreadyExists);
             }
-            super::rules::check_new(&topic, &agents, &protocol)?;
+            super::rules::check_new(&topic, &agents, &protocol, &limits)?;
             return Ok(vec![DebateEvent::DebateCreated {
                 debate_id,
                 topic,

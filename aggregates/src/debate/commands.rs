@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::consensus::VoteChoice;
 use super::events::{Protocol, Usage};
+use super::rules::Limits;
 
 /// One agent's slot in one phase of one round.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +47,9 @@ pub enum Outcome {
     },
 }
 
+// A command lives for one decision and is never kept in bulk, so its largest
+// variant's size costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum DebateCommand {
     Create {
@@ -54,6 +58,8 @@ pub enum DebateCommand {
         context: Option<String>,
         agents: Vec<String>,
         protocol: Protocol,
+        /// The deployment's limits the panel and protocol must meet.
+        limits: Limits,
         created_by: Option<String>,
         org_id: Option<String>,
         at: DateTime<Utc>,

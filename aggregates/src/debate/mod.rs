@@ -24,16 +24,13 @@ pub use consensus::{
 pub use error::DebateError;
 pub use events::{DebateEvent, Protocol, Usage};
 pub use plan::{Next, Stage};
+pub use rules::Limits;
 pub use state::{AgentFailure, Debate, DebateStatus, Message, Synthesis};
 
 /// Phases a protocol runs when it names none.
 pub const DEFAULT_PHASES: [&str; 4] = ["opening", "critique", "revision", "vote"];
 /// Rounds a debate runs when it names none.
 pub const DEFAULT_ROUNDS: u32 = 3;
-/// Most rounds a debate may ask for.
-pub const MAX_ROUNDS: u32 = 12;
-/// Most agents one debate may seat.
-pub const MAX_AGENTS: usize = 12;
 /// Fewest agents a debate seats: one agent has no one to debate.
 pub const MIN_AGENTS: usize = 2;
 /// The agreeing share that reaches consensus when the protocol names none.

@@ -4,14 +4,50 @@
 //! ([`DebateError::field`], [`DebateError::reason`]).
 
 use super::{
-    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, DebateError, MAX_AGENTS,
-    MAX_ROUNDS, MIN_AGENTS, Protocol,
+    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, DebateError, MIN_AGENTS,
+    Protocol,
 };
 
-/// Most phases a protocol may name.
-pub const MAX_PHASES: usize = 8;
-/// Longest phase name.
-pub const MAX_PHASE_CHARS: usize = 40;
+/// How big a debate may be: the deployment's choice (`SERVICE_MAX_AGENTS`,
+/// `SERVICE_MAX_ROUNDS`, `SERVICE_MAX_PHASES`, `SERVICE_MAX_PHASE_CHARS`),
+/// handed to every check and carried by the create command, so that the
+/// aggregate refuses what the service would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most agents one debate seats (a judge from outside them is one more).
+    pub agents: usize,
+    /// Most rounds a debate may ask for.
+    pub rounds: u32,
+    /// Most phases a protocol may name.
+    pub phases: usize,
+    /// Longest phase name, in characters.
+    pub phase_chars: usize,
+}
+
+impl Limits {
+    /// The limits of a deployment that sets none.
+    pub const DEFAULT: Limits = Limits {
+        agents: 12,
+        rounds: 12,
+        phases: 8,
+        phase_chars: 40,
+    };
+    /// The smallest limits a deployment may set: what a request that names
+    /// nothing gets must fit (three agents picked by `auto_select`, the
+    /// default phases, each name of them).
+    pub const LEAST: Limits = Limits {
+        agents: 3,
+        rounds: 1,
+        phases: DEFAULT_PHASES.len(),
+        phase_chars: 8,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
 
 /// Whether seats `a` and `b` are one agent: names ignore case and the
 /// spaces around them (`Claude` and `claude` are one agent; debates keep
@@ -57,43 +93,59 @@ pub struct ProtocolRequest {
 
 impl Protocol {
     /// The protocol `request` asks for over the panel `agents` (a judge
-    /// from outside it already seated last), defaults filled in, once it
-    /// meets every rule of [`check_protocol`].
-    pub fn parse(request: ProtocolRequest, agents: &[String]) -> Result<Self, DebateError> {
+    /// from outside it already seated last), defaults filled in (no more
+    /// rounds than `limits` allow), once it meets every rule of
+    /// [`check_protocol`].
+    pub fn parse(
+        request: ProtocolRequest,
+        agents: &[String],
+        limits: &Limits,
+    ) -> Result<Self, DebateError> {
         let protocol = Protocol {
             phases: request
                 .phases
                 .unwrap_or_else(|| DEFAULT_PHASES.map(str::to_owned).to_vec()),
-            rounds: request.rounds.unwrap_or(DEFAULT_ROUNDS),
+            rounds: request
+                .rounds
+                .unwrap_or_else(|| DEFAULT_ROUNDS.min(limits.rounds)),
             consensus: request.consensus.unwrap_or_default(),
             threshold: request.threshold.unwrap_or(DEFAULT_THRESHOLD),
             judge: request.judge,
         };
-        check_protocol(&protocol, agents)?;
+        check_protocol(&protocol, agents, limits)?;
         Ok(protocol)
     }
 }
 
 /// Every rule of a new debate (the topic's length is the deployment's to
 /// limit before the command is built).
-pub fn check_new(topic: &str, agents: &[String], protocol: &Protocol) -> Result<(), DebateError> {
+pub fn check_new(
+    topic: &str,
+    agents: &[String],
+    protocol: &Protocol,
+    limits: &Limits,
+) -> Result<(), DebateError> {
     Topic::parse(topic, usize::MAX)?;
-    check_seats(agents, protocol.judge.as_deref())?;
-    check_protocol(protocol, agents)
+    check_seats(agents, protocol.judge.as_deref(), limits)?;
+    check_protocol(protocol, agents, limits)
 }
 
-/// The panel: between [`MIN_AGENTS`] and [`MAX_AGENTS`] named agents (a
+/// The panel: between [`MIN_AGENTS`] and `limits.agents` named agents (a
 /// judge from outside them sits last, as one more), none blank, none twice.
-pub fn check_seats(agents: &[String], judge: Option<&str>) -> Result<(), DebateError> {
+pub fn check_seats(
+    agents: &[String],
+    judge: Option<&str>,
+    limits: &Limits,
+) -> Result<(), DebateError> {
     let outside_judge = judge.is_some_and(|judge| {
         agents.last().map(String::as_str) == Some(judge)
             && !agents[..agents.len() - 1].iter().any(|a| a == judge)
     });
-    let most = MAX_AGENTS + usize::from(outside_judge);
+    let most = limits.agents + usize::from(outside_judge);
     if !(MIN_AGENTS..=most).contains(&agents.len()) {
         return Err(DebateError::SeatCount {
             min: MIN_AGENTS,
-            max: MAX_AGENTS,
+            max: limits.agents,
             seats: agents.len(),
         });
     }
@@ -112,24 +164,31 @@ pub fn check_seats(agents: &[String], judge: Option<&str>) -> Result<(), DebateE
 }
 
 /// Rounds, threshold, phases, and a judge that holds a seat.
-pub fn check_protocol(protocol: &Protocol, agents: &[String]) -> Result<(), DebateError> {
-    if protocol.rounds == 0 || protocol.rounds > MAX_ROUNDS {
-        return Err(DebateError::RoundsOutOfRange { max: MAX_ROUNDS });
+pub fn check_protocol(
+    protocol: &Protocol,
+    agents: &[String],
+    limits: &Limits,
+) -> Result<(), DebateError> {
+    if protocol.rounds == 0 || protocol.rounds > limits.rounds {
+        return Err(DebateError::RoundsOutOfRange { max: limits.rounds });
     }
     if !(0.0..=1.0).contains(&protocol.threshold) {
         return Err(DebateError::ThresholdOutOfRange);
     }
     let phases = &protocol.phases;
-    if phases.is_empty() || phases.len() > MAX_PHASES {
-        return Err(DebateError::PhaseCount { max: MAX_PHASES });
+    if phases.is_empty() || phases.len() > limits.phases {
+        return Err(DebateError::PhaseCount { max: limits.phases });
     }
     if phases.iter().any(|p| p.trim().is_empty()) {
         return Err(DebateError::EmptyPhase);
     }
-    if let Some(bad) = phases.iter().find(|p| !well_formed_phase(p)) {
+    if let Some(bad) = phases
+        .iter()
+        .find(|p| !well_formed_phase(p, limits.phase_chars))
+    {
         return Err(DebateError::MalformedPhase {
             name: bad.clone(),
-            max: MAX_PHASE_CHARS,
+            max: limits.phase_chars,
         });
     }
     for (i, phase) in phases.iter().enumerate() {
@@ -149,10 +208,10 @@ pub fn check_protocol(protocol: &Protocol, agents: &[String]) -> Result<(), Deba
     Ok(())
 }
 
-/// Lower-case letters, digits, `-` and `_`, up to [`MAX_PHASE_CHARS`].
-fn well_formed_phase(phase: &str) -> bool {
+/// Lower-case letters, digits, `-` and `_`, up to `max_chars`.
+fn well_formed_phase(phase: &str, max_chars: usize) -> bool {
     !phase.is_empty()
-        && phase.len() <= MAX_PHASE_CHARS
+        && phase.len() <= max_chars
         && phase
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
@@ -178,16 +237,17 @@ mod tests {
 
     #[test]
     fn an_outside_judge_takes_one_more_seat_and_no_other() {
-        let mut full: Vec<String> = (0..MAX_AGENTS).map(|i| format!("a{i}")).collect();
+        let limits = Limits::DEFAULT;
+        let mut full: Vec<String> = (0..limits.agents).map(|i| format!("a{i}")).collect();
         full.push("judge".to_owned());
-        assert_eq!(check_seats(&full, Some("judge")), Ok(()));
+        assert_eq!(check_seats(&full, Some("judge"), &limits), Ok(()));
         assert!(matches!(
-            check_seats(&full, None),
-            Err(DebateError::SeatCount { seats, .. }) if seats == MAX_AGENTS + 1
+            check_seats(&full, None, &limits),
+            Err(DebateError::SeatCount { seats, .. }) if seats == limits.agents + 1
         ));
         let twice = names(&["a", "Claude", "claude "]);
         assert_eq!(
-            check_seats(&twice, None),
+            check_seats(&twice, None, &limits),
             Err(DebateError::DuplicateAgent {
                 name: "claude ".to_owned(),
                 earlier: "Claude".to_owned()
@@ -198,13 +258,19 @@ mod tests {
     #[test]
     fn phases_are_few_well_formed_and_distinct() {
         let seats = names(&["a", "b"]);
-        let check = |phases: &[&str]| check_protocol(&protocol(phases, None), &seats);
+        let limits = Limits::DEFAULT;
+        let check = |phases: &[&str]| check_protocol(&protocol(phases, None), &seats, &limits);
         assert_eq!(check(&DEFAULT_PHASES), Ok(()));
-        assert_eq!(check(&[]), Err(DebateError::PhaseCount { max: MAX_PHASES }));
-        let nine = ["p"; MAX_PHASES + 1];
+        assert_eq!(check(&[]), Err(DebateError::PhaseCount { max: 8 }));
+        let nine = ["p"; 9];
+        assert_eq!(check(&nine), Err(DebateError::PhaseCount { max: 8 }));
+        let long = "p".repeat(41);
         assert_eq!(
-            check(&nine),
-            Err(DebateError::PhaseCount { max: MAX_PHASES })
+            check(&[long.as_str()]),
+            Err(DebateError::MalformedPhase {
+                name: long.clone(),
+                max: 40
+            })
         );
         assert!(matches!(
             check(&["Vote"]),
@@ -216,7 +282,7 @@ mod tests {
                 name: "vote".to_owned()
             })
         );
-        let judged = check_protocol(&protocol(&DEFAULT_PHASES, Some("c")), &seats);
+        let judged = check_protocol(&protocol(&DEFAULT_PHASES, Some("c")), &seats, &limits);
         assert_eq!(
             judged,
             Err(DebateError::JudgeNotSeated {
@@ -227,10 +293,61 @@ mod tests {
 
     #[test]
     fn each_rule_names_its_field_and_reason() {
-        let rule = DebateError::RoundsOutOfRange { max: MAX_ROUNDS };
+        let rule = DebateError::RoundsOutOfRange { max: 12 };
         assert_eq!(rule.field(), Some("rounds"));
-        assert_eq!(rule.reason(), format!("must be between 1 and {MAX_ROUNDS}"));
+        assert_eq!(rule.reason(), "must be between 1 and 12");
         assert_eq!(DebateError::VotesMissing.field(), None);
+    }
+
+    #[test]
+    fn a_deployment_s_limits_move_every_bound() {
+        let wide = Limits {
+            agents: 20,
+            rounds: 30,
+            phases: 10,
+            phase_chars: 60,
+        };
+        let panel: Vec<String> = (0..20).map(|i| format!("a{i}")).collect();
+        assert_eq!(check_seats(&panel, None, &wide), Ok(()));
+        assert!(matches!(
+            check_seats(&panel, None, &Limits::DEFAULT),
+            Err(DebateError::SeatCount { max: 12, .. })
+        ));
+        let mut long = protocol(
+            &[
+                "p".repeat(60).as_str(),
+                "a",
+                "b",
+                "c",
+                "d",
+                "e",
+                "f",
+                "g",
+                "h",
+                "i",
+            ],
+            None,
+        );
+        long.rounds = 30;
+        assert_eq!(check_protocol(&long, &panel, &wide), Ok(()));
+        assert_eq!(
+            check_protocol(&long, &panel, &Limits::DEFAULT),
+            Err(DebateError::RoundsOutOfRange { max: 12 })
+        );
+        long.rounds = 31;
+        assert_eq!(
+            check_protocol(&long, &panel, &wide),
+            Err(DebateError::RoundsOutOfRange { max: 30 })
+        );
+        let narrow = Limits {
+            rounds: 2,
+            ..Limits::LEAST
+        };
+        let agents = names(&["a", "b"]);
+        let defaults = Protocol::parse(ProtocolRequest::default(), &agents, &narrow).unwrap();
+        assert_eq!(defaults.rounds, 2, "the default rounds fit the limit");
+        let least = Protocol::parse(ProtocolRequest::default(), &agents, &Limits::LEAST).unwrap();
+        assert_eq!((least.rounds, least.phases.len()), (1, 4));
     }
 }
 
@@ -257,7 +374,8 @@ mod parse_tests {
     #[test]
     fn a_protocol_takes_the_defaults_and_every_rule() {
         let agents = vec!["a".to_owned(), "b".to_owned()];
-        let protocol = Protocol::parse(ProtocolRequest::default(), &agents).unwrap();
+        let limits = Limits::DEFAULT;
+        let protocol = Protocol::parse(ProtocolRequest::default(), &agents, &limits).unwrap();
         assert_eq!(protocol.rounds, DEFAULT_ROUNDS);
         assert_eq!(protocol.phases, DEFAULT_PHASES.map(str::to_owned).to_vec());
         assert_eq!(protocol.threshold, DEFAULT_THRESHOLD);
@@ -266,13 +384,13 @@ mod parse_tests {
             ..ProtocolRequest::default()
         };
         assert_eq!(
-            Protocol::parse(request("c"), &agents),
+            Protocol::parse(request("c"), &agents, &limits),
             Err(DebateError::JudgeNotSeated {
                 name: "c".to_owned()
             })
         );
         assert_eq!(
-            Protocol::parse(request("b"), &agents)
+            Protocol::parse(request("b"), &agents, &limits)
                 .unwrap()
                 .judge
                 .as_deref(),
@@ -283,8 +401,8 @@ mod parse_tests {
             ..ProtocolRequest::default()
         };
         assert_eq!(
-            Protocol::parse(zero, &agents),
-            Err(DebateError::RoundsOutOfRange { max: MAX_ROUNDS })
+            Protocol::parse(zero, &agents, &limits),
+            Err(DebateError::RoundsOutOfRange { max: 12 })
         );
     }
 }

@@ -2,7 +2,7 @@
 //! deprecated paths that lead to it.
 
 use agon_aggregates::Refusal;
-use agon_aggregates::debate::{ConsensusMode, MAX_ROUNDS};
+use agon_aggregates::debate::ConsensusMode;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -22,47 +22,50 @@ use crate::http::whole;
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolBody {
-    /// Phase names in order; default opening, critique, revision, vote.
-    #[schema(max_items = 8)]
+    /// Phase names in order; default opening, critique, revision, vote. At
+    /// most `SERVICE_MAX_PHASES` (8), each up to `SERVICE_MAX_PHASE_CHARS`
+    /// (40).
     pub phases: Option<Vec<String>>,
     /// The agreeing share that counts as consensus, 0 to 1; default 0.6.
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub consensus_threshold: Option<f64>,
-    #[schema(minimum = 1, maximum = 12)]
+    /// 1 to `SERVICE_MAX_ROUNDS` (12).
+    #[schema(minimum = 1)]
     #[serde(default, deserialize_with = "whole::optional")]
     pub rounds: Option<i64>,
     /// majority (default), supermajority, unanimous, judge or weighted.
     pub consensus: Option<String>,
     /// The deciding agent in judge mode (default: the first agent); one not
-    /// among the agents sits as one more (past the 12 named, too).
+    /// among the agents sits as one more (past the most named, too).
     pub judge: Option<String>,
 }
 
 /// A new debate. `topic` (or v2 `task`) is needed; `rounds` (or v1
-/// `max_rounds`, or `protocol.rounds`) defaults to 3, at most 12. Two
+/// `max_rounds`, or `protocol.rounds`) defaults to 3, at most
+/// `SERVICE_MAX_ROUNDS` (12; the schema states the deployment's). Two
 /// spellings of one setting are given once (equal values are also taken).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDebateBody {
-    #[schema(min_length = 1, max_length = 2000)]
+    /// At most `SERVICE_MAX_TOPIC_CHARS` (2000) characters as sent.
+    #[schema(min_length = 1)]
     pub topic: Option<String>,
     /// v2 name of `topic`.
-    #[schema(min_length = 1, max_length = 2000)]
+    #[schema(min_length = 1)]
     pub task: Option<String>,
     pub context: Option<String>,
     /// Agent names: `demo-<name>`, a provider alias (`claude`, `gpt-4o`) or
     /// `provider:model`, at least 2, or none to let the service pick. The
     /// pattern lists the names this deployment seats, in lower case; the
     /// service also takes other cases (names are compared ignoring case)
-    /// and trims surrounding spaces.
-    #[schema(max_items = 12)]
+    /// and trims surrounding spaces. At most `SERVICE_MAX_AGENTS` (12).
     pub agents: Option<Vec<String>>,
     // Signed, so that `-1` is refused as out of range exactly like `0`.
-    #[schema(minimum = 1, maximum = 12)]
+    #[schema(minimum = 1)]
     #[serde(default, deserialize_with = "whole::optional")]
     pub rounds: Option<i64>,
     /// v1 name of `rounds`.
-    #[schema(minimum = 1, maximum = 12)]
+    #[schema(minimum = 1)]
     #[serde(default, deserialize_with = "whole::optional")]
     pub max_rounds: Option<i64>,
     pub protocol: Option<ProtocolBody>,
@@ -146,7 +149,7 @@ fn documented_name(agents: &Agents, field: &str, name: &str) -> Result<(), ApiEr
 }
 
 impl CreateDebateBody {
-    fn into_new(self, agents: &Agents) -> Result<NewDebate, ApiError> {
+    fn into_new(self, agents: &Agents, max_rounds: u32) -> Result<NewDebate, ApiError> {
         let protocol = self.protocol.unwrap_or_default();
         for name in self.agents.iter().flatten() {
             documented_name(agents, "agents", name)?;
@@ -162,9 +165,9 @@ impl CreateDebateBody {
             .map(|r| {
                 u32::try_from(r)
                     .ok()
-                    .filter(|r| (1..=MAX_ROUNDS).contains(r))
+                    .filter(|r| (1..=max_rounds).contains(r))
                     .ok_or_else(|| {
-                        field_error("rounds", format!("must be between 1 and {MAX_ROUNDS}"))
+                        field_error("rounds", format!("must be between 1 and {max_rounds}"))
                     })
             })
             .transpose()?;
@@ -213,7 +216,7 @@ pub async fn create_debate(
     caller: Caller,
     ApiJson(body): ApiJson<CreateDebateBody>,
 ) -> Result<(StatusCode, Json<CreatedDebate>), ApiError> {
-    let new = body.into_new(debates.agents())?;
+    let new = body.into_new(debates.agents(), debates.limits().shape.rounds)?;
     let request_id = crate::request::current_request_id();
     let debate = debates.create(new, Some(&caller), request_id).await?;
     Ok((

@@ -6,9 +6,7 @@
 use agon_aggregates::debate::{ConsensusMode, MIN_AGENTS};
 use serde_json::{Value, json};
 
-use agon_aggregates::debate::rules::{MAX_PHASE_CHARS, MAX_PHASES};
-
-use crate::debates::TextLimits;
+use crate::debates::DebateLimits;
 
 /// Text with at least one character the service does not trim. Spelled out
 /// rather than `\s`, whose meaning differs between regular-expression
@@ -40,18 +38,21 @@ fn not_both(first: &str, second: &str, nested: bool) -> Value {
 }
 
 /// Fits the `CreateDebateBody` and `ProtocolBody` components of `doc` to a
-/// deployment whose agent names match `agent_pattern`.
-pub fn fit(doc: &mut Value, agent_pattern: &str, limits: TextLimits) {
+/// deployment whose agent names match `agent_pattern` and whose debates
+/// are within `limits`.
+pub fn fit(doc: &mut Value, agent_pattern: &str, limits: DebateLimits) {
     fit_search(doc, limits.search_chars);
+    let shape = limits.shape;
     let name = json!({"type": "string", "pattern": agent_pattern});
     if let Some(protocol) = doc.pointer_mut("/components/schemas/ProtocolBody/properties") {
         protocol["consensus"]["enum"] = consensus_modes();
         protocol["judge"]["pattern"] = json!(agent_pattern);
+        protocol["rounds"]["maximum"] = json!(shape.rounds);
         // The canonical spelling of a phase name (the debate's rules).
-        let phase = format!("^[a-z0-9_-]{{1,{MAX_PHASE_CHARS}}}$");
+        let phase = format!("^[a-z0-9_-]{{1,{}}}$", shape.phase_chars);
         protocol["phases"]["items"] = json!({"type": "string", "pattern": phase});
         protocol["phases"]["minItems"] = json!(1);
-        protocol["phases"]["maxItems"] = json!(MAX_PHASES);
+        protocol["phases"]["maxItems"] = json!(shape.phases);
         protocol["phases"]["uniqueItems"] = json!(true);
     }
     let Some(body) = doc.pointer_mut("/components/schemas/CreateDebateBody") else {
@@ -60,6 +61,10 @@ pub fn fit(doc: &mut Value, agent_pattern: &str, limits: TextLimits) {
     let properties = &mut body["properties"];
     for field in ["topic", "task"] {
         properties[field]["pattern"] = json!(NOT_BLANK);
+        properties[field]["maxLength"] = json!(limits.topic_chars);
+    }
+    for field in ["rounds", "max_rounds"] {
+        properties[field]["maximum"] = json!(shape.rounds);
     }
     properties["context"]["maxLength"] = json!(limits.context_chars);
     properties["consensus"]["enum"] = consensus_modes();
@@ -67,6 +72,7 @@ pub fn fit(doc: &mut Value, agent_pattern: &str, limits: TextLimits) {
     let agents = &mut properties["agents"];
     agents["items"] = name;
     agents["uniqueItems"] = json!(true);
+    agents["maxItems"] = json!(shape.agents);
     // Empty (the service picks) or a panel of at least two.
     agents["anyOf"] = json!([{"maxItems": 0}, {"minItems": MIN_AGENTS}]);
     let given =

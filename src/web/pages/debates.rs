@@ -1,9 +1,7 @@
 //! Starting a debate: `/debates/new`, the form of `POST /api/debates`, its
 //! checks and limits the service's own (a debate's own page is [`super::live`]).
 
-use agon_aggregates::debate::{
-    ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD, MAX_ROUNDS,
-};
+use agon_aggregates::debate::{ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD};
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -40,13 +38,14 @@ pub struct FormValues {
     pub judge: String,
 }
 
-impl Default for FormValues {
-    fn default() -> Self {
+impl FormValues {
+    /// What a request naming nothing gets, within `max_rounds`.
+    fn defaults(max_rounds: u32) -> Self {
         Self {
             topic: String::new(),
             context: String::new(),
             other_agents: String::new(),
-            rounds: DEFAULT_ROUNDS.to_string(),
+            rounds: DEFAULT_ROUNDS.min(max_rounds).to_string(),
             phases: DEFAULT_PHASES.join(", "),
             consensus: ConsensusMode::default().as_str().to_owned(),
             threshold: DEFAULT_THRESHOLD.to_string(),
@@ -125,7 +124,7 @@ fn form_page(
             .collect(),
         values,
         errors,
-        max_rounds: MAX_ROUNDS,
+        max_rounds: limits.shape.rounds,
         topic_chars: limits.topic_chars,
         context_chars: limits.context_chars,
     }
@@ -153,21 +152,21 @@ pub async fn form(
         &debates,
         chrome,
         &[],
-        FormValues::default(),
+        FormValues::defaults(debates.limits().shape.rounds),
         Vec::new(),
     ))
 }
 
 /// The form's fields as the service's request; the first field that does
 /// not parse as its type is named.
-fn new_debate(fields: &Fields, chosen: Vec<String>) -> Result<NewDebate, String> {
+fn new_debate(fields: &Fields, chosen: Vec<String>, max_rounds: u32) -> Result<NewDebate, String> {
     let rounds = fields
         .get("rounds")
         .map(|r| {
             r.parse::<u32>()
                 .ok()
-                .filter(|r| (1..=MAX_ROUNDS).contains(r))
-                .ok_or_else(|| format!("rounds: must be a whole number between 1 and {MAX_ROUNDS}"))
+                .filter(|r| (1..=max_rounds).contains(r))
+                .ok_or_else(|| format!("rounds: must be a whole number between 1 and {max_rounds}"))
         })
         .transpose()?;
     let threshold = fields
@@ -221,7 +220,8 @@ pub async fn create(
             .filter(|a| !a.is_empty())
             .map(str::to_owned),
     );
-    let refused = match new_debate(&fields, chosen) {
+    let max_rounds = debates.limits().shape.rounds;
+    let refused = match new_debate(&fields, chosen, max_rounds) {
         Ok(new) => match debates.create(new, Some(&caller), None).await {
             Ok(debate) => {
                 return Ok(Redirect::to(&format!("/debates/{}", debate.id)).into_response());
@@ -233,7 +233,7 @@ pub async fn create(
         },
         Err(reason) => reason,
     };
-    let default = FormValues::default();
+    let default = FormValues::defaults(max_rounds);
     let value = |name: &str, or: String| fields.get(name).map_or(or, str::to_owned);
     let values = FormValues {
         topic: value("topic", default.topic),

@@ -287,3 +287,84 @@ async fn topic_and_context_limits_follow_their_variables() {
     );
     app.stop.cancel();
 }
+
+/// How big a debate may be (agents, rounds, phases and their names) is
+/// the deployment's, in the handler and in the published schema alike:
+/// once fixed at 12 agents, 12 rounds and 8 phases of 40 characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_debate_s_size_follows_its_variables() {
+    let (app, api) = Api::spawn(&[
+        ("SERVICE_MAX_AGENTS", "14"),
+        ("SERVICE_MAX_ROUNDS", "20"),
+        ("SERVICE_MAX_PHASES", "10"),
+        ("SERVICE_MAX_PHASE_CHARS", "50"),
+        ("SERVICE_MAX_TOPIC_CHARS", "30"),
+    ])
+    .await;
+    let (_, doc) = api.get("/api/openapi.json").await;
+    let schemas = &doc["components"]["schemas"];
+    let body = &schemas["CreateDebateBody"]["properties"];
+    assert_eq!(body["rounds"]["maximum"], 20, "{body}");
+    assert_eq!(body["max_rounds"]["maximum"], 20, "{body}");
+    assert_eq!(body["agents"]["maxItems"], 14, "{body}");
+    assert_eq!(body["topic"]["maxLength"], 30, "{body}");
+    let protocol = &schemas["ProtocolBody"]["properties"];
+    assert_eq!(protocol["rounds"]["maximum"], 20, "{protocol}");
+    assert_eq!(protocol["phases"]["maxItems"], 10, "{protocol}");
+    assert_eq!(
+        protocol["phases"]["items"]["pattern"], "^[a-z0-9_-]{1,50}$",
+        "{protocol}"
+    );
+    let panel = |n: usize| (0..n).map(|i| format!("demo-{i}")).collect::<Vec<_>>();
+    let phases: Vec<String> = (0..10).map(|i| format!("{}{i}", "p".repeat(49))).collect();
+    let (status, created) = api
+        .post(
+            "/api/debates",
+            json!({"topic": "t", "agents": panel(14), "rounds": 15, "protocol": {"phases": phases}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["rounds"], 15, "{created}");
+    let refused = [
+        (
+            json!({"topic": "t", "agents": DEMO, "rounds": 21}),
+            "rounds: must be between 1 and 20",
+        ),
+        (
+            json!({"topic": "t", "agents": DEMO, "max_rounds": 21}),
+            "rounds: must be between 1 and 20",
+        ),
+        (
+            json!({"topic": "t", "agents": panel(15)}),
+            "agents: a debate seats 2 to 14 agents, not 15",
+        ),
+    ];
+    for (body, error) in refused {
+        let (status, answer) = api.post("/api/debates", body.clone()).await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (422, Some(error)),
+            "{body}: {answer}"
+        );
+    }
+    app.stop.cancel();
+
+    // A limit below the default rounds: a request naming none gets the limit.
+    let (app, api) = Api::spawn(&[("SERVICE_MAX_ROUNDS", "2")]).await;
+    let (status, created) = api
+        .post("/api/debates", json!({"topic": "t", "agents": DEMO}))
+        .await;
+    assert_eq!(
+        (status, created["rounds"].as_u64()),
+        (201, Some(2)),
+        "{created}"
+    );
+    let (status, answer) = api
+        .post(
+            "/api/debates",
+            json!({"topic": "t", "agents": DEMO, "rounds": 3}),
+        )
+        .await;
+    assert_eq!(status, 422, "{answer}");
+    app.stop.cancel();
+}

@@ -75,7 +75,9 @@ async fn a_valid_debate_is_created_once() {
 
 #[tokio::test]
 async fn each_rule_of_a_new_debate_is_enforced() {
-    let many: Vec<String> = (0..=MAX_AGENTS).map(|i| format!("agent{i}")).collect();
+    let many: Vec<String> = (0..=Limits::DEFAULT.agents)
+        .map(|i| format!("agent{i}"))
+        .collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     let with = |change: fn(&mut Protocol)| {
         let mut p = protocol(2);
@@ -88,6 +90,7 @@ async fn each_rule_of_a_new_debate_is_enforced() {
         context: None,
         agents: names(&["a"]),
         protocol: protocol(1),
+        limits: Limits::DEFAULT,
         created_by: None,
         org_id: None,
         at: at(),
@@ -123,7 +126,7 @@ async fn each_rule_of_a_new_debate_is_enforced() {
             "rounds must be between 1 and 12",
         ),
         (
-            create(&["a", "b"], protocol(MAX_ROUNDS + 1)),
+            create(&["a", "b"], protocol(Limits::DEFAULT.rounds + 1)),
             "rounds must be between 1 and 12",
         ),
         (
@@ -154,9 +157,11 @@ async fn each_rule_of_a_new_debate_is_enforced() {
 
 #[tokio::test]
 async fn the_limits_themselves_are_accepted() {
-    let twelve: Vec<String> = (0..MAX_AGENTS).map(|i| format!("agent{i}")).collect();
+    let twelve: Vec<String> = (0..Limits::DEFAULT.agents)
+        .map(|i| format!("agent{i}"))
+        .collect();
     let twelve: Vec<&str> = twelve.iter().map(String::as_str).collect();
-    let mut edges = vec![protocol(MAX_ROUNDS), protocol(1)];
+    let mut edges = vec![protocol(Limits::DEFAULT.rounds), protocol(1)];
     for threshold in [0.0, 1.0] {
         edges.push(Protocol {
             threshold,

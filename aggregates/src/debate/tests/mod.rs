@@ -58,6 +58,7 @@ pub(super) fn create(agents: &[&str], protocol: Protocol) -> DebateCommand {
         context: Some("For a team of five.".to_owned()),
         agents: names(agents),
         protocol,
+        limits: Limits::DEFAULT,
         created_by: Some("u1".to_owned()),
         org_id: None,
         at: at(),
