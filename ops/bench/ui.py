@@ -12,8 +12,13 @@ minutes (these machines are noisy):
   frames' (a draft's first text or a piece appended to it); every frame's
   figure, recorded messages and the closing consensus among them, is
   reported beside it;
-- the live page's element count over a long debate (goal: bounded; the
-  duration is AGON_BENCH_UI_MINUTES, 30 by default, 0 to skip).
+- the live page's element count and script heap while one page watches
+  one debate for AGON_BENCH_UI_MINUTES (30 by default, 0 to skip; goal:
+  bounded). The debate's demo agents pause a second before each piece
+  and it has enough rounds to outlast the minutes (the deployment's
+  SERVICE_MAX_ROUNDS raised for it).
+
+AGON_BENCH_UI_PAINT=0 and AGON_BENCH_UI_DELTA=0 skip the first two parts.
 
 Chromium's own omnibox pop-up, which it loads with every new tab, is off
 (AGON_BENCH_UI_BROWSER_POPUP=1 keeps it): see QUIET.
@@ -91,7 +96,7 @@ Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3})
 """
 
 
-def serve(binary, data_dir, delay_ms):
+def serve(binary, data_dir, delay_ms, *extra):
     port = free_port()
     env = dict(
         os.environ,
@@ -108,6 +113,7 @@ def serve(binary, data_dir, delay_ms):
         # The viewers are one user: each needs a socket of its own.
         SERVICE_WS_MAX_CONNECTIONS_FREE="100",
     )
+    env.update(extra)
     process = subprocess.Popen([binary, "serve", "--api-port", str(port), "--ws-port", str(free_port())], env=env, stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -259,26 +265,43 @@ def percentile(ordered, p):
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
 
 
-def bounded_dom(browser, agon):
+def bounded_dom(browser, binary):
+    """One page watching one debate for MINUTES: elements and JS heap,
+    sampled every 10 s, must level off rather than grow with the time."""
     if MINUTES <= 0:
         return
-    agents = ["demo-a", "demo-b", "demo-c"]
-    deadline = time.time() + MINUTES * 60
-    context = browser.new_context()
-    sign_in(context, agon.base, ADMIN_EMAIL)
-    counts = []
-    while time.time() < deadline:
-        debate_id, _ = debate(agon, agents, 12, wait=False)
-        page = context.new_page()
-        page.goto(f"{agon.base}/debates/{debate_id}")
-        while agon.api("GET", f"/api/debates/{debate_id}")[1]["status"] not in ("completed", "failed") and time.time() < deadline:
-            counts.append(page.evaluate("document.getElementsByTagName('*').length"))
-            time.sleep(5)
-        counts.append(page.evaluate("document.getElementsByTagName('*').length"))
-        heap = page.evaluate("performance.memory ? performance.memory.usedJSHeapSize : 0")
-        page.close()
-    context.close()
-    print(f"live page over {MINUTES:g} min: elements first {counts[0]}, most {max(counts)}, last {counts[-1]}; last JS heap {heap / 1e6:.1f} MB")
+    # Three agents write four pieces a second apart in each phase, and after
+    # the first round a round is a critique and a revision: about 8 s a
+    # round (a 150-round debate ended after 22 of 30 minutes).
+    rounds = max(1, round(MINUTES * 60 / 8))
+    with tempfile.TemporaryDirectory() as data_dir:
+        process, agon = serve(binary, data_dir, 1000, ("SERVICE_MAX_ROUNDS", str(max(12, rounds))))
+        try:
+            agon.api("POST", "/api/auth/register", token=None, body={"email": ADMIN_EMAIL, "password": PASSWORD, "name": "Bench admin"})
+            context = browser.new_context()
+            sign_in(context, agon.base, ADMIN_EMAIL)
+            debate_id, _ = debate(agon, ["demo-a", "demo-b", "demo-c"], rounds, wait=False)
+            page = context.new_page()
+            page.goto(f"{agon.base}/debates/{debate_id}")
+            started, samples = time.time(), []
+            while time.time() - started < MINUTES * 60:
+                elements = page.evaluate("document.getElementsByTagName('*').length")
+                heap = page.evaluate("performance.memory ? performance.memory.usedJSHeapSize : 0")
+                recorded = len(agon.api("GET", f"/api/debates/{debate_id}")[1]["messages"])
+                samples.append((time.time() - started, elements, heap, recorded))
+                time.sleep(10)
+            context.close()
+        finally:
+            process.terminate()
+            process.wait()
+    quarter = max(1, len(samples) // 4)
+    for label, part in (("first quarter", samples[:quarter]), ("last quarter", samples[-quarter:])):
+        print(f"  {label}: elements {min(p[1] for p in part)} to {max(p[1] for p in part)}, "
+              f"JS heap {min(p[2] for p in part) / 1e6:.1f} to {max(p[2] for p in part) / 1e6:.1f} MB, "
+              f"contributions recorded {part[0][3]} to {part[-1][3]}")
+    print(f"one page watching one {rounds}-round debate for {MINUTES:g} min ({len(samples)} samples): "
+          f"elements first {samples[0][1]}, most {max(p[1] for p in samples)}, last {samples[-1][1]}; "
+          f"JS heap first {samples[0][2] / 1e6:.1f} MB, most {max(p[2] for p in samples) / 1e6:.1f}, last {samples[-1][2] / 1e6:.1f}")
 
 
 def main():
@@ -293,14 +316,15 @@ def main():
         finally:
             fast.terminate()
             fast.wait()
-        slow, agon = serve(binary, slow_dir, DELTA_MS)
-        try:
-            agon.api("POST", "/api/auth/register", token=None, body={"email": ADMIN_EMAIL, "password": PASSWORD, "name": "Bench admin"})
-            delta_latency(browser, agon)
-            bounded_dom(browser, agon)
-        finally:
-            slow.terminate()
-            slow.wait()
+        if os.environ.get("AGON_BENCH_UI_DELTA", "1") == "1":
+            slow, agon = serve(binary, slow_dir, DELTA_MS)
+            try:
+                agon.api("POST", "/api/auth/register", token=None, body={"email": ADMIN_EMAIL, "password": PASSWORD, "name": "Bench admin"})
+                delta_latency(browser, agon)
+            finally:
+                slow.terminate()
+                slow.wait()
+        bounded_dom(browser, binary)
         browser.close()
     server.shutdown()
 
