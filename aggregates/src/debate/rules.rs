@@ -41,6 +41,12 @@ impl Limits {
         phases: DEFAULT_PHASES.len(),
         phase_chars: 8,
     };
+
+    /// The rounds a request naming none gets: the default, or the limit
+    /// when that is lower.
+    pub fn default_rounds(&self) -> u32 {
+        DEFAULT_ROUNDS.min(self.rounds)
+    }
 }
 
 impl Default for Limits {
@@ -105,9 +111,7 @@ impl Protocol {
             phases: request
                 .phases
                 .unwrap_or_else(|| DEFAULT_PHASES.map(str::to_owned).to_vec()),
-            rounds: request
-                .rounds
-                .unwrap_or_else(|| DEFAULT_ROUNDS.min(limits.rounds)),
+            rounds: request.rounds.unwrap_or_else(|| limits.default_rounds()),
             consensus: request.consensus.unwrap_or_default(),
             threshold: request.threshold.unwrap_or(DEFAULT_THRESHOLD),
             judge: request.judge,

@@ -1,7 +1,7 @@
 //! Starting a debate: `/debates/new`, the form of `POST /api/debates`, its
 //! checks and limits the service's own (a debate's own page is [`super::live`]).
 
-use agon_aggregates::debate::{ConsensusMode, DEFAULT_PHASES, DEFAULT_ROUNDS, DEFAULT_THRESHOLD};
+use agon_aggregates::debate::{ConsensusMode, DEFAULT_PHASES, DEFAULT_THRESHOLD, Limits};
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -39,13 +39,13 @@ pub struct FormValues {
 }
 
 impl FormValues {
-    /// What a request naming nothing gets, within `max_rounds`.
-    fn defaults(max_rounds: u32) -> Self {
+    /// What a request naming nothing gets, within `limits`.
+    fn defaults(limits: &Limits) -> Self {
         Self {
             topic: String::new(),
             context: String::new(),
             other_agents: String::new(),
-            rounds: DEFAULT_ROUNDS.min(max_rounds).to_string(),
+            rounds: limits.default_rounds().to_string(),
             phases: DEFAULT_PHASES.join(", "),
             consensus: ConsensusMode::default().as_str().to_owned(),
             threshold: DEFAULT_THRESHOLD.to_string(),
@@ -152,7 +152,7 @@ pub async fn form(
         &debates,
         chrome,
         &[],
-        FormValues::defaults(debates.limits().shape.rounds),
+        FormValues::defaults(&debates.limits().shape),
         Vec::new(),
     ))
 }
@@ -220,8 +220,8 @@ pub async fn create(
             .filter(|a| !a.is_empty())
             .map(str::to_owned),
     );
-    let max_rounds = debates.limits().shape.rounds;
-    let refused = match new_debate(&fields, chosen, max_rounds) {
+    let shape = debates.limits().shape;
+    let refused = match new_debate(&fields, chosen, shape.rounds) {
         Ok(new) => match debates.create(new, Some(&caller), None).await {
             Ok(debate) => {
                 return Ok(Redirect::to(&format!("/debates/{}", debate.id)).into_response());
@@ -233,7 +233,7 @@ pub async fn create(
         },
         Err(reason) => reason,
     };
-    let default = FormValues::defaults(max_rounds);
+    let default = FormValues::defaults(&shape);
     let value = |name: &str, or: String| fields.get(name).map_or(or, str::to_owned);
     let values = FormValues {
         topic: value("topic", default.topic),
