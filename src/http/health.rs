@@ -4,9 +4,10 @@
 //! from the running parts; a part that is not built says `not_configured`.
 //! `/healthz` and `/readyz` ([`probes`]) serve orchestrators.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+use agon_projections::Cursor;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -25,6 +26,8 @@ use crate::projection;
 
 mod lag;
 mod probes;
+
+pub use lag::Memo as LagMemo;
 
 pub fn routes() -> Routes {
     Routes::new()
@@ -245,27 +248,35 @@ pub struct StalledDetail {
 }
 
 /// Each projection's checkpoint, whether it has events left to apply, and
-/// where it is stalled.
-async fn projection_details(ops: &Ops) -> Vec<ProjectionDetail> {
-    let head = ops.log().feed_head().await.ok();
+/// where it is stalled, from the feed `head` and every consumer's
+/// checkpoint (`None`: unreadable, the database status says why).
+async fn projection_details(
+    ops: &Ops,
+    memo: &lag::Memo,
+    head: Option<Cursor>,
+    checkpoints: Option<HashMap<String, Cursor>>,
+) -> Vec<ProjectionDetail> {
+    let checkpoints: Option<Vec<(&str, Cursor)>> = checkpoints.map(|stored| {
+        projection::registry::names()
+            .map(|name| {
+                let at = stored.get(&projection::checkpoint_name(name)).copied();
+                (name, at.unwrap_or(Cursor::START))
+            })
+            .collect()
+    });
+    let behind = match (head, &checkpoints) {
+        (Some(head), Some(checkpoints)) => {
+            lag::behind(ops.log(), memo, checkpoints, head).await.ok()
+        }
+        _ => None,
+    };
     let mut stalls = ops.bus().delivery().stalls();
-    let mut projections = Vec::new();
-    for name in projection::registry::names() {
-        let checkpoint = ops
-            .log()
-            .load_checkpoint(&projection::checkpoint_name(name))
-            .await
-            .ok();
-        let behind = match (head, checkpoint) {
-            (Some(head), Some(checkpoint)) => {
-                lag::behind(ops.log(), name, checkpoint, head).await.ok()
-            }
-            _ => None,
-        };
-        projections.push(ProjectionDetail {
+    projection::registry::names()
+        .enumerate()
+        .map(|(i, name)| ProjectionDetail {
             name,
-            checkpoint_position: checkpoint.map(|c| c.position),
-            behind,
+            checkpoint_position: checkpoints.as_ref().map(|c| c[i].1.position),
+            behind: behind.as_ref().map(|b| b[i]),
             stalled: stalls.remove(name).map(|stall| StalledDetail {
                 position: stall.cursor.position,
                 txid: stall.cursor.txid,
@@ -274,9 +285,8 @@ async fn projection_details(ops: &Ops) -> Vec<ProjectionDetail> {
                 event_version: stall.event_version,
                 error: stall.error,
             }),
-        });
-    }
-    projections
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -297,13 +307,19 @@ async fn detailed(
     State(ops): State<Ops>,
     State(http): State<HttpState>,
 ) -> (StatusCode, Json<DetailedHealth>) {
-    let probe = Probe::run(&ops, &http).await;
-    // A failing read leaves its figure empty: the database status says why.
-    let (head, projections) = (
-        ops.log().feed_head().await.ok(),
-        projection_details(&ops).await,
+    // Side by side, each a read or two: the report waits for the slowest,
+    // not for their sum. A failing read leaves its figure empty: the
+    // database status says why.
+    let log = ops.log();
+    let (probe, head, checkpoints, last_seal) = tokio::join!(
+        Probe::run(&ops, &http),
+        log.feed_head(),
+        log.load_checkpoints(),
+        log.last_seal(),
     );
-    let last_seal = ops.log().last_seal().await.ok().flatten();
+    let head = head.ok();
+    let projections = projection_details(&ops, &http.lag, head, checkpoints.ok()).await;
+    let last_seal = last_seal.ok().flatten();
     let body = DetailedHealth {
         summary: probe.health(&ops),
         timestamp: Utc::now(),

@@ -32,6 +32,9 @@ pub struct HttpState {
     pub max_header_bytes: usize,
     /// Rendered debate details, by the version of their debates.
     pub details: Arc<RenderedDetails>,
+    /// How far the health report last found idle projections with nothing
+    /// to apply.
+    pub lag: Arc<super::health::LagMemo>,
 }
 
 impl HttpState {
@@ -41,6 +44,7 @@ impl HttpState {
             recent_errors: RecentErrors::default(),
             max_header_bytes: settings.http.connections.max_header_bytes,
             details: Arc::new(RenderedDetails::new(settings.http.detail_cache_bytes)),
+            lag: Arc::default(),
         })
     }
 }

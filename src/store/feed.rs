@@ -22,6 +22,8 @@
 //! so a restored database needs no step of its own, and stored rows, seals
 //! and checkpoints keep their values.
 
+use std::collections::HashMap;
+
 use agon_projections::Cursor;
 use chrono::{SecondsFormat, Utc};
 
@@ -132,6 +134,20 @@ impl EventLog {
                 .await?
         });
         Ok(row.map_or(Cursor::START, |(txid, position)| Cursor { txid, position }))
+    }
+
+    /// Every consumer's last finished cursor, by name, in one read (a
+    /// consumer missing from it is at the start).
+    pub async fn load_checkpoints(&self) -> Result<HashMap<String, Cursor>, StoreError> {
+        let rows: Vec<(String, i64, i64)> = with_pool!(self.db().reader(), pool => {
+            sqlx::query_as("SELECT consumer, txid, position FROM checkpoints")
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(consumer, txid, position)| (consumer, Cursor { txid, position }))
+            .collect())
     }
 
     /// Records that `consumer` has handled everything up to `cursor`.

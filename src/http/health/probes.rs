@@ -65,10 +65,12 @@ pub(super) async fn readyz(
     let store = probe.database == "healthy";
     let bus = probe.event_bus == "healthy";
     let (projections, behind, stalled) = if store {
-        let (stalled, applying): (Vec<_>, Vec<_>) = projection_details(&ops)
-            .await
-            .into_iter()
-            .partition(|p| p.stalled.is_some());
+        let (head, checkpoints) = tokio::join!(ops.log().feed_head(), ops.log().load_checkpoints());
+        let (stalled, applying): (Vec<_>, Vec<_>) =
+            projection_details(&ops, &http.lag, head.ok(), checkpoints.ok())
+                .await
+                .into_iter()
+                .partition(|p| p.stalled.is_some());
         let behind: Vec<&'static str> = applying
             .into_iter()
             // Unknown (the head or a checkpoint unreadable) is not ready.
