@@ -23,6 +23,38 @@ pub struct HttpSettings {
     /// `SERVICE_READ_CACHE_MS`, `SERVICE_READ_CACHE_ENTRIES`: recent list
     /// pages and leaderboards kept in memory. Default 1000 ms, 4096.
     pub read_cache: ReadCacheSettings,
+    /// How much one list page, batch fetch or export may hold.
+    pub pages: PageSettings,
+}
+
+/// The most one request may ask for at once, which the spec leaves open
+/// (§8.2: "maximum page size of list endpoints: not shown").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageSettings {
+    /// `SERVICE_MAX_PAGE_SIZE`: the largest `limit` of the list endpoints
+    /// that page by `limit` and `offset` (debates, messages, gallery,
+    /// rankings, webhooks and deliveries, receipts, reviews, users).
+    /// Default 100.
+    pub max_page: u32,
+    /// `SERVICE_MAX_BATCH_IDS`: most ids in one `POST /api/debates/batch`.
+    /// Default 100.
+    pub max_batch: u32,
+    /// `SERVICE_MAX_EXPORT_DEBATES`: most debates in one
+    /// `GET /api/debates/export`, also its default. Default 10000.
+    pub max_export: u32,
+}
+
+impl PageSettings {
+    /// The default page size (§8.2's 20) is one the deployment allows.
+    pub const DEFAULT_PAGE: u32 = 20;
+
+    fn read<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            max_page: vars.within_u32("SERVICE_MAX_PAGE_SIZE", Self::DEFAULT_PAGE, 10_000, 100)?,
+            max_batch: vars.within_u32("SERVICE_MAX_BATCH_IDS", 1, 10_000, 100)?,
+            max_export: vars.within_u32("SERVICE_MAX_EXPORT_DEBATES", 1, 1_000_000, 10_000)?,
+        })
+    }
 }
 
 /// How long recent reads are kept and how many (`SERVICE_READ_CACHE_MS`,
@@ -159,6 +191,7 @@ impl HttpSettings {
                 max_entries: vars.within("SERVICE_READ_CACHE_ENTRIES", 0, 1_000_000, 4_096)?
                     as usize,
             },
+            pages: PageSettings::read(vars)?,
         })
     }
 }

@@ -24,7 +24,7 @@ pub use audit::AuditSettings;
 pub use auth::{AuthSettings, MAX_ACCESS_HOURS};
 pub use backup::BackupSettings;
 pub use http::{
-    ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, RateLimitSettings,
+    ConnectionSettings, HttpSettings, MAX_PER_MINUTE, NamedLimits, PageSettings, RateLimitSettings,
     ReadCacheSettings,
 };
 pub use outside::PublicStreamSettings;

@@ -397,3 +397,36 @@ fn a_debate_s_size_is_the_deployment_s_within_what_defaults_need() {
         assert_eq!(err.variable, variable, "{value}");
     }
 }
+
+#[test]
+fn a_request_s_most_is_the_deployment_s_from_the_default_page_up() {
+    let pages = settings(&[]).unwrap().http.pages;
+    assert_eq!(
+        (pages.max_page, pages.max_batch, pages.max_export),
+        (100, 100, 10_000)
+    );
+    let wide = settings(&[
+        ("SERVICE_MAX_PAGE_SIZE", "500"),
+        ("SERVICE_MAX_BATCH_IDS", "7"),
+        ("SERVICE_MAX_EXPORT_DEBATES", "50000"),
+    ])
+    .unwrap()
+    .http
+    .pages;
+    assert_eq!(
+        (wide.max_page, wide.max_batch, wide.max_export),
+        (500, 7, 50_000)
+    );
+    // A page smaller than §8.2's default of 20 would refuse a request
+    // naming none.
+    for (variable, value) in [
+        ("SERVICE_MAX_PAGE_SIZE", "19"),
+        ("SERVICE_MAX_PAGE_SIZE", "10001"),
+        ("SERVICE_MAX_BATCH_IDS", "0"),
+        ("SERVICE_MAX_EXPORT_DEBATES", "0"),
+        ("SERVICE_MAX_EXPORT_DEBATES", "1000001"),
+    ] {
+        let err = settings(&[(variable, value)]).unwrap_err();
+        assert_eq!(err.variable, variable, "{value}");
+    }
+}

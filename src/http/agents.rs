@@ -9,6 +9,7 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
+use super::paging::Paging;
 use super::routes::{RouteSpec, Routes};
 use crate::agents::Agents;
 use crate::agents::{BreakerStatus, ProviderStatus};
@@ -107,7 +108,7 @@ async fn circuit_breakers(State(agents): State<Agents>) -> Json<CircuitBreakers>
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RankingQuery {
-    /// How many agents, default 20, at most 100.
+    /// How many agents, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// How many of the best to skip (default 0).
@@ -144,9 +145,13 @@ pub struct Rankings {
     pub offset: u32,
 }
 
-async fn ranked(debates: &Debates, query: RankingQuery) -> Result<Rankings, ApiError> {
-    let limit = super::debates::page_limit(query.limit)?;
-    let offset = super::debates::page_offset(query.offset)?;
+async fn ranked(
+    debates: &Debates,
+    paging: Paging,
+    query: RankingQuery,
+) -> Result<Rankings, ApiError> {
+    let limit = paging.limit(query.limit)?;
+    let offset = Paging::offset(query.offset)?;
     let min_debates = u64::try_from(query.min_debates.unwrap_or(0))
         .map_err(|_| ApiError::bad_request("min_debates must not be negative"))?;
     let ranked = leaderboard::ranked(&*debates.leaderboard().await?, min_debates);
@@ -172,9 +177,10 @@ async fn ranked(debates: &Debates, query: RankingQuery) -> Result<Rankings, ApiE
     responses((status = 200, body = Rankings)))]
 async fn leaderboard(
     State(debates): State<Debates>,
+    State(paging): State<Paging>,
     ApiQuery(query): ApiQuery<RankingQuery>,
 ) -> Result<Json<Rankings>, ApiError> {
-    Ok(Json(ranked(&debates, query).await?))
+    Ok(Json(ranked(&debates, paging, query).await?))
 }
 
 /// The same rankings under their other names (also `/api/rankings`).
@@ -182,7 +188,8 @@ async fn leaderboard(
     responses((status = 200, body = Rankings)))]
 async fn rankings(
     State(debates): State<Debates>,
+    State(paging): State<Paging>,
     ApiQuery(query): ApiQuery<RankingQuery>,
 ) -> Result<Json<Rankings>, ApiError> {
-    Ok(Json(ranked(&debates, query).await?))
+    Ok(Json(ranked(&debates, paging, query).await?))
 }

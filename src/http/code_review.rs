@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
-use super::debates::{page_limit, page_offset};
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::paging::Paging;
 use super::routes::{RouteSpec, Routes};
 use crate::auth::Caller;
 use crate::review::{Material, ReviewRequest, Reviews, ReviewsError};
@@ -256,7 +256,7 @@ async fn review_result(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct HistoryQuery {
-    /// Page size, default 20, at most 100.
+    /// Page size, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     #[param(minimum = 0)]
@@ -276,11 +276,12 @@ pub struct ReviewHistory {
     responses((status = 200, body = ReviewHistory)))]
 async fn review_history(
     State(reviews): State<Reviews>,
+    State(paging): State<Paging>,
     caller: Caller,
     ApiQuery(query): ApiQuery<HistoryQuery>,
 ) -> Result<Json<ReviewHistory>, ApiError> {
-    let limit = page_limit(query.limit)?;
-    let offset = page_offset(query.offset)?;
+    let limit = paging.limit(query.limit)?;
+    let offset = Paging::offset(query.offset)?;
     let (docs, total) = reviews.history(&caller, limit, u64::from(offset)).await?;
     Ok(Json(ReviewHistory {
         reviews: docs.into_iter().map(Into::into).collect(),

@@ -10,10 +10,11 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::routes;
 
-use super::debates::{page_limit, page_offset, respond_page};
+use super::debates::respond_page;
 use super::error::ApiError;
 use super::etag::Conditional;
 use super::extract::{ApiPath, ApiQuery};
+use super::paging::Paging;
 use super::routes::{RouteSpec, Routes};
 use crate::auth::Caller;
 use crate::debates::{Debates, GalleryError};
@@ -31,7 +32,7 @@ pub fn routes() -> Routes {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct GalleryQuery {
-    /// Page size, default 20, at most 100.
+    /// Page size, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     #[param(minimum = 0)]
@@ -57,11 +58,12 @@ pub struct GalleryList {
     security(()), responses((status = 200, body = GalleryList)))]
 pub async fn list_gallery(
     State(debates): State<Debates>,
+    State(paging): State<Paging>,
     conditional: Conditional,
     ApiQuery(query): ApiQuery<GalleryQuery>,
 ) -> Result<Response, ApiError> {
-    let limit = page_limit(query.limit)?;
-    let offset = page_offset(query.offset)?;
+    let limit = paging.limit(query.limit)?;
+    let offset = Paging::offset(query.offset)?;
     let page = debates.gallery_page(limit, u64::from(offset)).await?;
     Ok(respond_page(&conditional, &page, limit, offset))
 }

@@ -26,6 +26,7 @@ pub mod extract;
 pub mod gallery;
 pub mod health;
 pub mod metrics;
+pub mod paging;
 pub mod privacy;
 pub mod ratelimit;
 pub mod receipts;
@@ -129,6 +130,7 @@ fn platform(
         app.agents.name_pattern(),
         app.debates.limits(),
     );
+    paging::Paging::new(app.settings.http.pages).fit_schema(&mut document);
     webhooks::fit_schema(
         &mut document,
         app.webhooks.url_max_chars(),

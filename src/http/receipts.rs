@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
-use super::debates::{page_limit, page_offset};
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
+use super::paging::Paging;
 use super::ratelimit::Action;
 use super::routes::{RouteSpec, Routes};
 use crate::auth::Caller;
@@ -55,7 +55,7 @@ pub struct ListReceiptsQuery {
     /// Receipts of completed (default) or failed debates.
     #[param(inline)]
     pub status: Option<ReceiptStatus>,
-    /// Page size, default 20, at most 100.
+    /// Page size, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     #[param(minimum = 0)]
@@ -76,11 +76,12 @@ pub struct ReceiptList {
     responses((status = 200, body = ReceiptList)))]
 async fn list_receipts(
     State(receipts): State<Receipts>,
+    State(paging): State<Paging>,
     caller: Caller,
     ApiQuery(query): ApiQuery<ListReceiptsQuery>,
 ) -> Result<Json<ReceiptList>, ApiError> {
-    let limit = page_limit(query.limit)?;
-    let offset = page_offset(query.offset)?;
+    let limit = paging.limit(query.limit)?;
+    let offset = Paging::offset(query.offset)?;
     let status = match query.status.unwrap_or_default() {
         ReceiptStatus::Completed => "completed",
         ReceiptStatus::Failed => "failed",

@@ -14,9 +14,9 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
 use super::caller::AccountHolder;
-use super::debates::{page_limit, page_offset};
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::paging::Paging;
 use super::routes::{RouteSpec, Routes};
 use crate::webhooks::{Changes, DeliveryRow, SubscriptionRow, Webhooks, WebhooksError, WithSecret};
 use crate::webhooks::{sign, url_form};
@@ -203,7 +203,7 @@ async fn create_webhook(
 pub struct ListQuery {
     /// Only subscriptions that deliver now.
     pub active_only: Option<bool>,
-    /// Page size, default 20, at most 100.
+    /// Page size, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     #[param(minimum = 0)]
@@ -223,11 +223,12 @@ pub struct WebhookList {
     responses((status = 200, body = WebhookList)))]
 async fn list_webhooks(
     State(webhooks): State<Webhooks>,
+    State(paging): State<Paging>,
     AccountHolder(caller): AccountHolder,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<WebhookList>, ApiError> {
-    let limit = page_limit(query.limit)?;
-    let offset = page_offset(query.offset)?;
+    let limit = paging.limit(query.limit)?;
+    let offset = Paging::offset(query.offset)?;
     let (rows, total) = webhooks
         .list(
             &caller.user_id,
@@ -389,7 +390,7 @@ async fn test_webhook(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
-    /// Page size, default 20, at most 100.
+    /// Page size, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     #[param(minimum = 0)]
@@ -410,12 +411,13 @@ pub struct DeliveryList {
     responses((status = 200, body = DeliveryList), (status = 404, description = "No such webhook of the caller's")))]
 async fn list_webhook_deliveries(
     State(webhooks): State<Webhooks>,
+    State(paging): State<Paging>,
     AccountHolder(caller): AccountHolder,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<DeliveryList>, ApiError> {
-    let limit = page_limit(query.limit)?;
-    let offset = page_offset(query.offset)?;
+    let limit = paging.limit(query.limit)?;
+    let offset = Paging::offset(query.offset)?;
     let (rows, total) = webhooks
         .deliveries(&caller.user_id, &id, i64::from(limit), i64::from(offset))
         .await?;

@@ -15,6 +15,7 @@ use crate::auth::rbac::Permission;
 use crate::auth::{Auth, AuthError, Caller};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, ApiQuery};
+use crate::http::paging::Paging;
 use crate::http::ratelimit::Action;
 use crate::http::routes::{RouteSpec, Routes};
 use crate::http::shared::Shared;
@@ -43,11 +44,6 @@ pub fn routes() -> Routes {
         .add(routes!(erase_user), legacy_admin())
 }
 
-/// Default page size of the user directory.
-const DEFAULT_LIMIT: u32 = 20;
-/// Largest page of the user directory.
-const MAX_LIMIT: u32 = 100;
-
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -55,7 +51,7 @@ pub struct UsersQuery {
     /// Only users whose email or name contains this text (any case).
     #[param(max_length = 254)]
     pub search: Option<String>,
-    /// Page size, default 20, at most 100.
+    /// Page size, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     #[param(minimum = 0)]
@@ -124,17 +120,10 @@ pub struct UserList {
         (status = 422, description = "search longer than 254 characters")))]
 async fn list_users(
     State(auth): State<Auth>,
+    State(paging): State<Paging>,
     ApiQuery(query): ApiQuery<UsersQuery>,
 ) -> Result<Json<UserList>, ApiError> {
-    let limit = match query.limit {
-        None => DEFAULT_LIMIT,
-        Some(limit) if (1..=MAX_LIMIT).contains(&limit) => limit,
-        Some(_) => {
-            return Err(ApiError::bad_request(format!(
-                "limit must be between 1 and {MAX_LIMIT}"
-            )));
-        }
-    };
+    let limit = paging.limit(query.limit)?;
     let offset = u64::try_from(query.offset.unwrap_or(0))
         .map_err(|_| ApiError::bad_request("offset must not be negative"))?;
     let search = query.search.as_deref();

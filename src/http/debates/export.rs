@@ -13,9 +13,8 @@ use crate::auth::Caller;
 use crate::debates::Debates;
 use crate::http::error::ApiError;
 use crate::http::extract::ApiQuery;
+use crate::http::paging::Paging;
 
-/// Most debates one export holds (newest first).
-pub const MAX_EXPORT: u32 = 10_000;
 const PAGE: u32 = 500;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -27,7 +26,8 @@ pub struct ExportQuery {
     /// Only debates with this status.
     #[param(inline)]
     pub status: Option<StatusName>,
-    /// At most this many debates (default and maximum 10000).
+    /// At most this many debates (default and maximum
+    /// SERVICE_MAX_EXPORT_DEBATES, 10000 unless set).
     #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<u32>,
 }
@@ -49,16 +49,12 @@ pub enum ExportFormat {
         (status = 400, description = "Unknown format or status")))]
 pub async fn export_debates(
     State(service): State<Debates>,
+    State(paging): State<Paging>,
     caller: Caller,
     ApiQuery(query): ApiQuery<ExportQuery>,
 ) -> Result<Response, ApiError> {
     let format = query.format.unwrap_or_default();
-    let limit = query.limit.unwrap_or(MAX_EXPORT);
-    if !(1..=MAX_EXPORT).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be between 1 and {MAX_EXPORT}"
-        )));
-    }
+    let limit = paging.export(query.limit)?;
     let state = query.status.map(StatusName::as_str);
     let mut debates = Vec::new();
     while (debates.len() as u32) < limit {

@@ -17,7 +17,7 @@ use super::ratelimit::{Action, Endpoint, PathLimit};
 use super::routes::{RouteSpec, Routes};
 
 pub use page::respond as respond_page;
-pub use read::{page_limit, page_offset};
+
 pub use schema::fit as fit_create_schema;
 
 pub fn routes() -> Routes {

@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
 use super::views::{ConsensusBody, DebateDetail, DebateSummary, MessageView};
@@ -19,15 +18,9 @@ use crate::http::as_of::AsOfQuery;
 use crate::http::error::ApiError;
 use crate::http::etag::Conditional;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::http::paging::Paging;
 use crate::http::shared::Shared;
 use crate::http::state::HttpState;
-
-/// Default page size of debate listings (§8.2).
-pub const DEFAULT_LIMIT: u32 = 20;
-/// Largest page a listing returns.
-pub const MAX_LIMIT: u32 = 100;
-/// Most ids one batch fetch takes.
-pub const MAX_BATCH: usize = 100;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -35,7 +28,7 @@ pub const MAX_BATCH: usize = 100;
 pub struct ListQuery {
     #[param(inline)]
     pub status: Option<StatusName>,
-    /// Page size, default 20, at most 100.
+    /// Page size, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     #[param(minimum = 0)]
@@ -89,34 +82,18 @@ pub struct DebateList {
     pub has_more: bool,
 }
 
-/// The page size a query asks for, checked.
-pub fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
-    match limit {
-        None => Ok(DEFAULT_LIMIT),
-        Some(limit) if (1..=MAX_LIMIT).contains(&limit) => Ok(limit),
-        Some(_) => Err(ApiError::bad_request(format!(
-            "limit must be between 1 and {MAX_LIMIT}"
-        ))),
-    }
-}
-
-/// The offset a query asks for, checked.
-pub fn page_offset(offset: Option<i32>) -> Result<u32, ApiError> {
-    u32::try_from(offset.unwrap_or(0))
-        .map_err(|_| ApiError::bad_request("offset must not be negative"))
-}
-
 /// Lists the caller's debates (every debate for admins), newest first.
 #[utoipa::path(get, path = "/api/debates", tag = "debates", params(ListQuery),
     responses((status = 200, body = DebateList)))]
 pub async fn list_debates(
     State(debates): State<Debates>,
+    State(paging): State<Paging>,
     caller: Caller,
     conditional: Conditional,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    let limit = page_limit(query.limit)?;
-    let offset = page_offset(query.offset)?;
+    let limit = paging.limit(query.limit)?;
+    let offset = Paging::offset(query.offset)?;
     let state = query.status.map(StatusName::as_str);
     let search = debates
         .search(query.q.as_deref().unwrap_or_default())
@@ -191,7 +168,7 @@ pub async fn get_debate(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
-    /// Page size, default 20, at most 100.
+    /// Page size, default 20, at most SERVICE_MAX_PAGE_SIZE (default 100).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     #[param(minimum = 0)]
@@ -218,12 +195,13 @@ pub struct MessagePage {
     responses((status = 200, body = MessagePage), (status = 404, description = "No such debate")))]
 pub async fn list_messages(
     State(debates): State<Debates>,
+    State(paging): State<Paging>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<MessagePage>, ApiError> {
-    let limit = page_limit(query.limit)?;
-    let offset = page_offset(query.offset)?;
+    let limit = paging.limit(query.limit)?;
+    let offset = Paging::offset(query.offset)?;
     let debate = find(&debates, &caller, &id).await?;
     let start = usize::try_from(offset).unwrap_or(usize::MAX);
     let messages: Vec<MessageView> = debate
@@ -303,7 +281,7 @@ pub async fn get_consensus(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchBody {
-    /// At most 100 debate ids.
+    /// At most SERVICE_MAX_BATCH_IDS (default 100) debate ids.
     #[schema(max_items = 100)]
     pub debate_ids: Vec<String>,
 }
@@ -320,26 +298,18 @@ pub struct BatchResult {
     pub count: usize,
 }
 
-/// Fetches up to 100 debates at once; unknown ids are listed, not fatal.
+/// Fetches up to SERVICE_MAX_BATCH_IDS (default 100) debates at once;
+/// unknown ids are listed, not fatal.
 #[utoipa::path(post, path = "/api/debates/batch", tag = "debates",
     request_body = BatchBody,
-    responses((status = 200, body = BatchResult), (status = 422, description = "More than 100 ids, or debate_ids missing or not a list of strings")))]
+    responses((status = 200, body = BatchResult), (status = 422, description = "More ids than SERVICE_MAX_BATCH_IDS, or debate_ids missing or not a list of strings")))]
 pub async fn batch_debates(
     State(debates): State<Debates>,
+    State(paging): State<Paging>,
     caller: Caller,
     ApiJson(body): ApiJson<BatchBody>,
 ) -> Result<Json<BatchResult>, ApiError> {
-    if body.debate_ids.len() > MAX_BATCH {
-        // Out of range, like a wrong type of the same field: a 422 naming it.
-        let reason = format!(
-            "holds at most {MAX_BATCH} ids, not {}",
-            body.debate_ids.len()
-        );
-        return Err(ApiError::validation(
-            format!("debate_ids: {reason}"),
-            json!({"field": "debate_ids", "reason": reason, "max": MAX_BATCH}),
-        ));
-    }
+    paging.batch("debate_ids", body.debate_ids.len())?;
     let mut ids = body.debate_ids;
     let mut seen = std::collections::HashSet::new();
     ids.retain(|id| seen.insert(id.clone()));

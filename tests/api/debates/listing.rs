@@ -232,3 +232,79 @@ async fn export_as_json_ndjson_and_csv() {
     );
     app.stop.cancel();
 }
+
+/// How much one request may ask for is the deployment's: list pages,
+/// batch fetches and exports follow their variables, and the published
+/// document states each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn page_batch_and_export_sizes_follow_their_variables() {
+    let (app, api) = Api::spawn(&[
+        ("SERVICE_MAX_PAGE_SIZE", "150"),
+        ("SERVICE_MAX_BATCH_IDS", "2"),
+        ("SERVICE_MAX_EXPORT_DEBATES", "2"),
+    ])
+    .await;
+    let (_, doc) = api.get("/api/openapi.json").await;
+    let limit_max = |path: &str| {
+        let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
+        let limit = params.iter().find(|p| p["name"] == "limit").unwrap();
+        limit["schema"]["maximum"].clone()
+    };
+    for path in [
+        "/api/debates",
+        "/api/debates/{id}/messages",
+        "/api/gallery",
+        "/api/leaderboard",
+        "/api/webhooks",
+        "/api/admin/users",
+    ] {
+        assert_eq!(limit_max(path), 150, "{path}");
+    }
+    assert_eq!(limit_max("/api/debates/export"), 2);
+    let batch = &doc["components"]["schemas"]["BatchBody"]["properties"]["debate_ids"];
+    assert_eq!(batch["maxItems"], 2, "{batch}");
+
+    let ids: Vec<String> = [
+        api.demo("One").await,
+        api.demo("Two").await,
+        api.demo("Three").await,
+    ]
+    .into();
+    for id in &ids {
+        api.finished(id).await;
+    }
+    // A page above the old fixed 100, within the deployment's 150.
+    for path in [
+        "/api/debates?limit=150",
+        "/api/admin/users?limit=150",
+        "/api/leaderboard?limit=150",
+    ] {
+        let (status, page) = api.get(path).await;
+        assert_eq!(
+            (status, &page["limit"]),
+            (200, &json!(150)),
+            "{path}: {page}"
+        );
+    }
+    let (status, body) = api.get("/api/debates?limit=151").await;
+    let message = assert_error(status, &body, 400, "BAD_REQUEST");
+    assert_eq!(message, "limit must be between 1 and 150");
+
+    // Batch: two ids, not three.
+    let (status, found) = api
+        .post("/api/debates/batch", json!({"debate_ids": ids[..2]}))
+        .await;
+    assert_eq!((status, &found["count"]), (200, &json!(2)), "{found}");
+    let (status, body) = api
+        .post("/api/debates/batch", json!({"debate_ids": ids}))
+        .await;
+    assert_error(status, &body, 422, "VALIDATION_ERROR");
+    assert_eq!(body["details"]["max"], 2, "{body}");
+
+    // Export: two debates unless asked for fewer; three is refused.
+    let (status, export) = api.get("/api/debates/export").await;
+    assert_eq!((status, &export["count"]), (200, &json!(2)), "{export}");
+    let (status, body) = api.get("/api/debates/export?limit=3").await;
+    assert_error(status, &body, 400, "BAD_REQUEST");
+    app.stop.cancel();
+}
