@@ -7,7 +7,7 @@ use super::error::{self, AgentError};
 use super::prompt::Prompt;
 use super::route::Provider;
 use super::stream::{self, Emitter};
-use super::transport::{self, MAX_TOKENS, Parsed, TEMPERATURE};
+use super::transport::{self, Parsed, TEMPERATURE};
 use crate::config::ProviderSettings;
 
 const PROVIDER: Provider = Provider::Anthropic;
@@ -35,7 +35,7 @@ pub(super) async fn complete(
         ),
     ];
     let url = format!("{}/v1/messages", settings.base_url);
-    let mut body = request(model, prompt);
+    let mut body = request(model, prompt, settings.max_tokens);
     body["stream"] = Value::Bool(true);
     let response = transport::send(http, PROVIDER, &url, headers, &body).await?;
     if !stream::is_event_stream(&response) {
@@ -97,10 +97,10 @@ fn streamed(
     Ok(false)
 }
 
-fn request(model: &str, prompt: &Prompt) -> Value {
+fn request(model: &str, prompt: &Prompt, max_tokens: u32) -> Value {
     let mut body = json!({
         "model": model,
-        "max_tokens": MAX_TOKENS,
+        "max_tokens": max_tokens,
         "temperature": TEMPERATURE,
         "messages": [{"role": "user", "content": prompt.user}],
     });
@@ -144,7 +144,7 @@ mod tests {
             system: "be brief".to_owned(),
             user: "hello".to_owned(),
         };
-        let body = request("claude-sonnet-4-5", &prompt);
+        let body = request("claude-sonnet-4-5", &prompt, 1024);
         assert_eq!(body["model"], "claude-sonnet-4-5");
         assert_eq!(body["max_tokens"], 1024);
         assert_eq!(body["temperature"], 0.7);
@@ -157,8 +157,10 @@ mod tests {
                 system: String::new(),
                 user: "u".to_owned(),
             },
+            7,
         );
         assert!(bare.get("system").is_none());
+        assert_eq!(bare["max_tokens"], 7);
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! A circuit breaker per agent, so that an agent whose provider keeps failing
 //! is refused at once instead of costing every debate a full timeout.
 //!
-//! Closed → 5 consecutive failures → Open (calls refused) → after the
-//! recovery time → HalfOpen (calls go through) → 2 consecutive successes →
-//! Closed; any failure while half-open reopens it with a fresh timer.
+//! Closed → n consecutive failures → Open (calls refused) → after the
+//! recovery time → HalfOpen (calls go through) → m consecutive successes →
+//! Closed (the deployment's [`Policy`]: 5, 60 s and 2 by default); any failure while half-open reopens it with a fresh timer.
 //! Throttling (429, quota) is neither a success nor a failure: the provider
 //! works, it is just busy, and the fallback may cover for it.
 
@@ -13,10 +13,18 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-/// Consecutive failures that open a closed breaker.
-const FAILURES_TO_OPEN: u32 = 5;
-/// Consecutive successes that close a half-open breaker.
-const SUCCESSES_TO_CLOSE: u32 = 2;
+/// When a breaker opens, how long it stays open, and when it closes
+/// again (`SERVICE_CIRCUIT_BREAKER_FAILURES`, `_RECOVERY_SECONDS`,
+/// `_SUCCESSES`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Policy {
+    /// Consecutive failures that open a closed breaker.
+    pub failures_to_open: u32,
+    /// How long an open breaker refuses calls.
+    pub recovery: Duration,
+    /// Consecutive successes that close a half-open breaker.
+    pub successes_to_close: u32,
+}
 
 /// How one attempt counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +46,7 @@ enum State {
 #[derive(Debug, Clone)]
 pub(super) struct Breaker {
     state: State,
-    recovery: Duration,
+    policy: Policy,
     consecutive_failures: u32,
     consecutive_successes: u32,
     total_failures: u64,
@@ -51,10 +59,10 @@ impl Breaker {
         matches!(self.state, State::Closed) && self.consecutive_failures == 0
     }
 
-    pub(super) fn new(recovery: Duration) -> Self {
+    pub(super) fn new(policy: Policy) -> Self {
         Self {
             state: State::Closed,
-            recovery,
+            policy,
             consecutive_failures: 0,
             consecutive_successes: 0,
             total_failures: 0,
@@ -82,7 +90,8 @@ impl Breaker {
                 self.total_successes += 1;
                 self.consecutive_successes = self.consecutive_successes.saturating_add(1);
                 self.consecutive_failures = 0;
-                if self.state == State::HalfOpen && self.consecutive_successes >= SUCCESSES_TO_CLOSE
+                if self.state == State::HalfOpen
+                    && self.consecutive_successes >= self.policy.successes_to_close
                 {
                     self.state = State::Closed;
                 }
@@ -92,7 +101,7 @@ impl Breaker {
                 self.consecutive_failures = self.consecutive_failures.saturating_add(1);
                 self.consecutive_successes = 0;
                 let reopen = match self.state {
-                    State::Closed => self.consecutive_failures >= FAILURES_TO_OPEN,
+                    State::Closed => self.consecutive_failures >= self.policy.failures_to_open,
                     State::HalfOpen => true,
                     // A call admitted before the breaker opened: the timer
                     // already runs; restarting it would punish slow calls.
@@ -100,7 +109,7 @@ impl Breaker {
                 };
                 if reopen {
                     // An absurd recovery setting must not panic on overflow.
-                    let until = now.checked_add(self.recovery).unwrap_or(now);
+                    let until = now.checked_add(self.policy.recovery).unwrap_or(now);
                     self.state = State::Open { until };
                 }
             }
@@ -166,15 +175,15 @@ pub struct BreakerStatus {
 /// without end.
 #[derive(Debug)]
 pub(super) struct Breakers {
-    recovery: Duration,
+    policy: Policy,
     capacity: usize,
     map: Mutex<HashMap<String, Breaker>>,
 }
 
 impl Breakers {
-    pub(super) fn new(recovery: Duration, capacity: usize) -> Self {
+    pub(super) fn new(policy: Policy, capacity: usize) -> Self {
         Self {
-            recovery,
+            policy,
             capacity: capacity.max(1),
             map: Mutex::new(HashMap::new()),
         }
@@ -205,7 +214,7 @@ impl Breakers {
                 self.make_room(&mut map);
                 let b = map
                     .entry(agent.to_owned())
-                    .or_insert_with(|| Breaker::new(self.recovery));
+                    .or_insert_with(|| Breaker::new(self.policy));
                 set_gauge(agent, b);
                 b
             }
@@ -253,6 +262,12 @@ mod tests {
     use super::*;
 
     const RECOVERY: Duration = Duration::from_secs(60);
+    /// The defaults.
+    const POLICY: Policy = Policy {
+        failures_to_open: 5,
+        recovery: RECOVERY,
+        successes_to_close: 2,
+    };
 
     fn failures(b: &mut Breaker, n: u32, now: Instant) {
         for _ in 0..n {
@@ -264,7 +279,7 @@ mod tests {
     #[test]
     fn five_failures_open_it_and_calls_are_refused_until_recovery() {
         let t0 = Instant::now();
-        let mut b = Breaker::new(RECOVERY);
+        let mut b = Breaker::new(POLICY);
         failures(&mut b, 4, t0);
         assert_eq!(b.state_name(), "closed");
         failures(&mut b, 1, t0);
@@ -280,7 +295,7 @@ mod tests {
     #[test]
     fn open_becomes_half_open_then_two_successes_close_it() {
         let t0 = Instant::now();
-        let mut b = Breaker::new(RECOVERY);
+        let mut b = Breaker::new(POLICY);
         failures(&mut b, 5, t0);
         let t1 = t0 + RECOVERY;
         assert_eq!(b.admit(t1), Ok(()));
@@ -299,7 +314,7 @@ mod tests {
     #[test]
     fn a_failure_while_half_open_reopens_with_a_fresh_timer() {
         let t0 = Instant::now();
-        let mut b = Breaker::new(RECOVERY);
+        let mut b = Breaker::new(POLICY);
         failures(&mut b, 5, t0);
         let t1 = t0 + RECOVERY + Duration::from_secs(5);
         assert_eq!(b.admit(t1), Ok(()));
@@ -316,7 +331,7 @@ mod tests {
     #[test]
     fn throttling_never_counts() {
         let t0 = Instant::now();
-        let mut b = Breaker::new(RECOVERY);
+        let mut b = Breaker::new(POLICY);
         failures(&mut b, 4, t0);
         for _ in 0..20 {
             b.record(Outcome::Neutral, t0);
@@ -334,7 +349,7 @@ mod tests {
     #[test]
     fn a_success_resets_the_failure_count() {
         let t0 = Instant::now();
-        let mut b = Breaker::new(RECOVERY);
+        let mut b = Breaker::new(POLICY);
         failures(&mut b, 4, t0);
         b.record(Outcome::Success, t0);
         assert_eq!((b.consecutive_failures, b.consecutive_successes), (0, 1));
@@ -346,8 +361,31 @@ mod tests {
     }
 
     #[test]
+    fn the_deployment_s_policy_decides_when_it_opens_and_closes() {
+        let policy = Policy {
+            failures_to_open: 2,
+            recovery: Duration::from_secs(3),
+            successes_to_close: 3,
+        };
+        let t0 = Instant::now();
+        let mut b = Breaker::new(policy);
+        failures(&mut b, 1, t0);
+        assert_eq!(b.state_name(), "closed");
+        failures(&mut b, 1, t0);
+        assert_eq!(b.state_name(), "open");
+        let t1 = t0 + Duration::from_secs(3);
+        for _ in 0..2 {
+            assert_eq!(b.admit(t1), Ok(()));
+            b.record(Outcome::Success, t1);
+            assert_eq!(b.state_name(), "half_open");
+        }
+        b.record(Outcome::Success, t1);
+        assert_eq!(b.state_name(), "closed");
+    }
+
+    #[test]
     fn the_registry_keeps_one_breaker_per_agent_sorted() {
-        let breakers = Breakers::new(RECOVERY, 16);
+        let breakers = Breakers::new(POLICY, 16);
         let now = Instant::now();
         for _ in 0..5 {
             breakers.record("zed", Outcome::Failure, now);
@@ -365,7 +403,7 @@ mod tests {
 
     #[test]
     fn the_registry_never_holds_more_than_its_capacity() {
-        let breakers = Breakers::new(RECOVERY, 8);
+        let breakers = Breakers::new(POLICY, 8);
         let now = Instant::now();
         // A tripped breaker survives names that come and go.
         for _ in 0..5 {

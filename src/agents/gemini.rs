@@ -7,7 +7,7 @@ use super::error::AgentError;
 use super::prompt::Prompt;
 use super::route::Provider;
 use super::stream::Emitter;
-use super::transport::{self, MAX_TOKENS, Parsed, TEMPERATURE};
+use super::transport::{self, Parsed, TEMPERATURE};
 use crate::config::ProviderSettings;
 
 const PROVIDER: Provider = Provider::Gemini;
@@ -31,16 +31,23 @@ pub(super) async fn complete(
     let headers = vec![transport::secret_header(PROVIDER, "x-goog-api-key", key)?];
     let model = model.strip_prefix("models/").unwrap_or(model);
     let url = format!("{}/models/{model}:generateContent", settings.base_url);
-    let body = transport::post(http, PROVIDER, &url, headers, &request(prompt)).await?;
+    let body = transport::post(
+        http,
+        PROVIDER,
+        &url,
+        headers,
+        &request(prompt, settings.max_tokens),
+    )
+    .await?;
     let parsed = parse(&body)?;
     emitter.text(&parsed.text);
     Ok(parsed)
 }
 
-fn request(prompt: &Prompt) -> Value {
+fn request(prompt: &Prompt, max_tokens: u32) -> Value {
     let mut body = json!({
         "contents": [{"role": "user", "parts": [{"text": prompt.user}]}],
-        "generationConfig": {"maxOutputTokens": MAX_TOKENS, "temperature": TEMPERATURE},
+        "generationConfig": {"maxOutputTokens": max_tokens, "temperature": TEMPERATURE},
     });
     if !prompt.system.is_empty() {
         body["systemInstruction"] = json!({"parts": [{"text": prompt.system}]});
@@ -101,10 +108,13 @@ mod tests {
 
     #[test]
     fn the_request_has_the_generate_content_shape() {
-        let body = request(&Prompt {
-            system: "sys".to_owned(),
-            user: "usr".to_owned(),
-        });
+        let body = request(
+            &Prompt {
+                system: "sys".to_owned(),
+                user: "usr".to_owned(),
+            },
+            1024,
+        );
         assert_eq!(body["contents"][0]["role"], "user");
         assert_eq!(body["contents"][0]["parts"][0]["text"], "usr");
         assert_eq!(body["systemInstruction"]["parts"][0]["text"], "sys");

@@ -98,7 +98,14 @@ impl Agents {
             inner: Arc::new(Inner {
                 settings: settings.clone(),
                 http,
-                breakers: Breakers::new(settings.breaker_recovery, settings.max_breakers),
+                breakers: Breakers::new(
+                    breaker::Policy {
+                        failures_to_open: settings.breaker_failures,
+                        recovery: settings.breaker_recovery,
+                        successes_to_close: settings.breaker_successes,
+                    },
+                    settings.max_breakers,
+                ),
                 names: NamePattern::new(|provider| provider.configured(settings)),
             }),
         }

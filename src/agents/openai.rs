@@ -8,7 +8,7 @@ use super::error::{self, AgentError};
 use super::prompt::Prompt;
 use super::route::Provider;
 use super::stream::{self, Emitter};
-use super::transport::{self, MAX_TOKENS, Parsed, TEMPERATURE};
+use super::transport::{self, Parsed, TEMPERATURE};
 use crate::config::ProviderSettings;
 
 /// One Chat Completions call to `provider`, streamed: the text goes to
@@ -38,7 +38,7 @@ pub(super) async fn complete(
         ));
     }
     let url = format!("{}/chat/completions", settings.base_url);
-    let mut body = request(provider, model, prompt);
+    let mut body = request(provider, model, prompt, settings.max_tokens);
     body["stream"] = json!(true);
     // OpenAI reports usage in a stream only when asked; the others either
     // always do or do not know the option.
@@ -134,7 +134,7 @@ fn is_reasoning_model(model: &str) -> bool {
     ["o1", "o3", "o4", "gpt-5"].iter().any(|p| m.starts_with(p))
 }
 
-fn request(provider: Provider, model: &str, prompt: &Prompt) -> Value {
+fn request(provider: Provider, model: &str, prompt: &Prompt, max_tokens: u32) -> Value {
     let mut messages = Vec::with_capacity(2);
     if !prompt.system.is_empty() {
         messages.push(json!({"role": "system", "content": prompt.system}));
@@ -147,7 +147,7 @@ fn request(provider: Provider, model: &str, prompt: &Prompt) -> Value {
         Provider::Openai => "max_completion_tokens",
         _ => "max_tokens",
     };
-    body[limit] = json!(MAX_TOKENS);
+    body[limit] = json!(max_tokens);
     if !(provider == Provider::Openai && is_reasoning_model(model)) {
         body["temperature"] = json!(TEMPERATURE);
     }
@@ -199,7 +199,7 @@ mod tests {
 
     #[test]
     fn the_request_has_the_chat_shape_with_each_servers_limit_field() {
-        let body = request(Provider::Openai, "gpt-4o", &prompt());
+        let body = request(Provider::Openai, "gpt-4o", &prompt(), 1024);
         assert_eq!(body["model"], "gpt-4o");
         assert_eq!(
             body["messages"][0],
@@ -211,7 +211,7 @@ mod tests {
         );
         assert_eq!(body["max_completion_tokens"], 1024);
         assert_eq!(body["temperature"], 0.7);
-        let o3 = request(Provider::Openai, "o3-mini", &prompt());
+        let o3 = request(Provider::Openai, "o3-mini", &prompt(), 1024);
         assert!(o3.get("temperature").is_none());
         for provider in [
             Provider::Mistral,
@@ -219,8 +219,8 @@ mod tests {
             Provider::Openrouter,
             Provider::Compatible,
         ] {
-            let body = request(provider, "m", &prompt());
-            assert_eq!(body["max_tokens"], 1024, "{provider}");
+            let body = request(provider, "m", &prompt(), 300);
+            assert_eq!(body["max_tokens"], 300, "{provider}");
             assert_eq!(body["temperature"], 0.7, "{provider}");
         }
     }

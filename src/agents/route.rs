@@ -242,6 +242,7 @@ pub(super) mod tests {
         ProviderSettings {
             key: key.map(Secret::new),
             base_url: "http://127.0.0.1:1".to_owned(),
+            max_tokens: 1024,
         }
     }
 
@@ -258,6 +259,8 @@ pub(super) mod tests {
             compatible: keys.then(|| provider(None)),
             agent_timeout: Duration::from_secs(5),
             breaker_recovery: Duration::from_secs(60),
+            breaker_failures: 5,
+            breaker_successes: 2,
             max_breakers: 1024,
             max_concurrent_debates: 1,
             debate_lease: Duration::from_secs(30),

@@ -133,6 +133,7 @@ async fn openai_style_calls_send_a_bearer_and_compatible_ones_only_if_keyed() {
     s.compatible = Some(crate::config::ProviderSettings {
         key: None,
         base_url: format!("{url}/local/v1"),
+        max_tokens: 1024,
     });
     let agents = Agents::new(&s);
     let reply = agents.call(&turn("gpt-4o-mini")).await.unwrap();
@@ -152,6 +153,17 @@ async fn openai_style_calls_send_a_bearer_and_compatible_ones_only_if_keyed() {
     assert_eq!(seen[1].path, "/local/v1/chat/completions");
     assert_eq!(header(&seen[1], "authorization"), None);
     assert_eq!(seen[1].body["model"], "llama3.1");
+}
+
+#[tokio::test]
+async fn each_call_asks_for_the_deployment_s_most_tokens() {
+    let (url, mock) = serve(&[(200, OPENAI_OK)]).await;
+    let mut s = settings(true);
+    s.openai.base_url = format!("{url}/v1");
+    s.openai.max_tokens = 77;
+    let agents = Agents::new(&s);
+    agents.call(&turn("gpt-4o-mini")).await.unwrap();
+    assert_eq!(mock.seen()[0].body["max_completion_tokens"], 77);
 }
 
 #[tokio::test]

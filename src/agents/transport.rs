@@ -17,8 +17,8 @@ pub(super) struct Parsed {
     pub model: Option<String>,
 }
 
-/// Generation limits every provider is asked for.
-pub(super) const MAX_TOKENS: u32 = 1024;
+/// The sampling temperature every provider is asked for (the most tokens
+/// is the deployment's: `ProviderSettings::max_tokens`).
 pub(super) const TEMPERATURE: f64 = 0.7;
 
 /// A header whose value is a key: marked sensitive so that no debug output

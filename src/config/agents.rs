@@ -14,6 +14,9 @@ pub struct ProviderSettings {
     pub key: Option<Secret>,
     /// The base URL calls go to (no trailing slash).
     pub base_url: String,
+    /// `SERVICE_AGENT_MAX_TOKENS`: the most tokens a call asks the
+    /// provider to generate (`max_tokens`, `maxOutputTokens`). Default 1024.
+    pub max_tokens: u32,
 }
 
 impl ProviderSettings {
@@ -22,8 +25,10 @@ impl ProviderSettings {
         key_var: &str,
         url_var: &str,
         default_url: &str,
+        max_tokens: u32,
     ) -> Self {
         Self {
+            max_tokens,
             key: vars.get(key_var).map(Secret::new),
             base_url: vars
                 .get(url_var)
@@ -59,6 +64,12 @@ pub struct AgentSettings {
     /// `SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS`: how long an open breaker
     /// waits before letting a trial call through (half-open). Default 60.
     pub breaker_recovery: Duration,
+    /// `SERVICE_CIRCUIT_BREAKER_FAILURES`: consecutive failures that open a
+    /// closed breaker. Default 5.
+    pub breaker_failures: u32,
+    /// `SERVICE_CIRCUIT_BREAKER_SUCCESSES`: consecutive successes that
+    /// close a half-open one. Default 2.
+    pub breaker_successes: u32,
     /// `SERVICE_MAX_AGENT_BREAKERS`: circuit breakers kept, one per agent
     /// name called (past it resting ones are forgotten), and agent names
     /// with a metrics label of their own (later ones share `other`).
@@ -102,11 +113,13 @@ pub struct AgentSettings {
 
 impl AgentSettings {
     pub(super) fn read<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<Self, ConfigError> {
+        let max_tokens = vars.within_u32("SERVICE_AGENT_MAX_TOKENS", 1, 1_000_000, 1024)?;
         let compatible = vars
             .get("SERVICE_OPENAI_COMPATIBLE_URL")
             .map(|url| ProviderSettings {
                 key: vars.get("SERVICE_OPENAI_COMPATIBLE_KEY").map(Secret::new),
                 base_url: url.trim_end_matches('/').to_owned(),
+                max_tokens,
             });
         Ok(Self {
             anthropic: ProviderSettings::read(
@@ -114,36 +127,42 @@ impl AgentSettings {
                 "ANTHROPIC_API_KEY",
                 "SERVICE_ANTHROPIC_BASE_URL",
                 "https://api.anthropic.com",
+                max_tokens,
             ),
             openai: ProviderSettings::read(
                 vars,
                 "OPENAI_API_KEY",
                 "SERVICE_OPENAI_BASE_URL",
                 "https://api.openai.com/v1",
+                max_tokens,
             ),
             openrouter: ProviderSettings::read(
                 vars,
                 "OPENROUTER_API_KEY",
                 "SERVICE_OPENROUTER_BASE_URL",
                 "https://openrouter.ai/api/v1",
+                max_tokens,
             ),
             mistral: ProviderSettings::read(
                 vars,
                 "MISTRAL_API_KEY",
                 "SERVICE_MISTRAL_BASE_URL",
                 "https://api.mistral.ai/v1",
+                max_tokens,
             ),
             gemini: ProviderSettings::read(
                 vars,
                 "GEMINI_API_KEY",
                 "SERVICE_GEMINI_BASE_URL",
                 "https://generativelanguage.googleapis.com/v1beta",
+                max_tokens,
             ),
             xai: ProviderSettings::read(
                 vars,
                 "XAI_API_KEY",
                 "SERVICE_XAI_BASE_URL",
                 "https://api.x.ai/v1",
+                max_tokens,
             ),
             compatible,
             agent_timeout: Duration::from_secs(
@@ -154,6 +173,8 @@ impl AgentSettings {
                 vars.within_u32("SERVICE_CIRCUIT_BREAKER_RECOVERY_SECONDS", 1, 86_400, 60)?
                     .into(),
             ),
+            breaker_failures: vars.within_u32("SERVICE_CIRCUIT_BREAKER_FAILURES", 1, 1_000, 5)?,
+            breaker_successes: vars.within_u32("SERVICE_CIRCUIT_BREAKER_SUCCESSES", 1, 1_000, 2)?,
             max_breakers: vars.within_u32("SERVICE_MAX_AGENT_BREAKERS", 1, 1_000_000, 1024)?
                 as usize,
             max_concurrent_debates: vars.within_u32(

@@ -25,6 +25,9 @@ pub struct HttpSettings {
     pub read_cache: ReadCacheSettings,
     /// How much one list page, batch fetch or export may hold.
     pub pages: PageSettings,
+    /// `SERVICE_RECENT_ERRORS`: error responses kept for
+    /// `GET /api/system/errors` and the console. Default 200.
+    pub recent_errors: usize,
 }
 
 /// The most one request may ask for at once, which the spec leaves open
@@ -192,6 +195,7 @@ impl HttpSettings {
                     as usize,
             },
             pages: PageSettings::read(vars)?,
+            recent_errors: vars.within("SERVICE_RECENT_ERRORS", 1, 100_000, 200)? as usize,
         })
     }
 }

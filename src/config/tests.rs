@@ -400,11 +400,13 @@ fn a_debate_s_size_is_the_deployment_s_within_what_defaults_need() {
 
 #[test]
 fn a_request_s_most_is_the_deployment_s_from_the_default_page_up() {
-    let pages = settings(&[]).unwrap().http.pages;
+    let http = settings(&[]).unwrap().http;
+    let pages = http.pages;
     assert_eq!(
         (pages.max_page, pages.max_batch, pages.max_export),
         (100, 100, 10_000)
     );
+    assert_eq!(http.recent_errors, 200);
     let wide = settings(&[
         ("SERVICE_MAX_PAGE_SIZE", "500"),
         ("SERVICE_MAX_BATCH_IDS", "7"),
@@ -425,6 +427,47 @@ fn a_request_s_most_is_the_deployment_s_from_the_default_page_up() {
         ("SERVICE_MAX_BATCH_IDS", "0"),
         ("SERVICE_MAX_EXPORT_DEBATES", "0"),
         ("SERVICE_MAX_EXPORT_DEBATES", "1000001"),
+        ("SERVICE_RECENT_ERRORS", "0"),
+    ] {
+        let err = settings(&[(variable, value)]).unwrap_err();
+        assert_eq!(err.variable, variable, "{value}");
+    }
+}
+
+#[test]
+fn agent_calls_and_breakers_follow_their_variables() {
+    let agents = settings(&[]).unwrap().agents;
+    assert_eq!(
+        (
+            agents.breaker_failures,
+            agents.breaker_successes,
+            agents.openai.max_tokens
+        ),
+        (5, 2, 1024)
+    );
+    let tuned = settings(&[
+        ("SERVICE_CIRCUIT_BREAKER_FAILURES", "9"),
+        ("SERVICE_CIRCUIT_BREAKER_SUCCESSES", "4"),
+        ("SERVICE_AGENT_MAX_TOKENS", "4096"),
+        ("SERVICE_OPENAI_COMPATIBLE_URL", "http://127.0.0.1:11434/v1"),
+    ])
+    .unwrap()
+    .agents;
+    assert_eq!((tuned.breaker_failures, tuned.breaker_successes), (9, 4));
+    let providers = [
+        &tuned.anthropic,
+        &tuned.openai,
+        &tuned.openrouter,
+        &tuned.mistral,
+        &tuned.gemini,
+        &tuned.xai,
+        tuned.compatible.as_ref().unwrap(),
+    ];
+    assert!(providers.iter().all(|p| p.max_tokens == 4096));
+    for (variable, value) in [
+        ("SERVICE_CIRCUIT_BREAKER_FAILURES", "0"),
+        ("SERVICE_CIRCUIT_BREAKER_SUCCESSES", "1001"),
+        ("SERVICE_AGENT_MAX_TOKENS", "0"),
     ] {
         let err = settings(&[(variable, value)]).unwrap_err();
         assert_eq!(err.variable, variable, "{value}");

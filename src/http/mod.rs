@@ -130,7 +130,15 @@ fn platform(
         app.agents.name_pattern(),
         app.debates.limits(),
     );
-    paging::Paging::new(app.settings.http.pages).fit_schema(&mut document);
+    let paging = paging::Paging::new(app.settings.http.pages);
+    let errors = app.http.recent_errors.capacity() as u64;
+    let stated = [
+        paging.stated().as_slice(),
+        &[("SERVICE_RECENT_ERRORS", errors)],
+    ]
+    .concat();
+    paging::fit_limits(&mut document, &stated);
+    paging.fit_batch(&mut document);
     webhooks::fit_schema(
         &mut document,
         app.webhooks.url_max_chars(),

@@ -65,45 +65,53 @@ impl Paging {
         ))
     }
 
-    /// States the deployment's values in the published document: every
-    /// query parameter `limit` whose description names a variable gets
-    /// that variable's value as its maximum, and the batch body its
-    /// `maxItems`.
-    pub fn fit_schema(&self, doc: &mut Value) {
-        let stated = [
-            ("SERVICE_MAX_PAGE_SIZE", self.0.max_page),
-            ("SERVICE_MAX_EXPORT_DEBATES", self.0.max_export),
-        ];
-        let operations = doc
-            .get_mut("paths")
-            .and_then(Value::as_object_mut)
-            .into_iter()
-            .flat_map(|paths| paths.values_mut())
-            .filter_map(Value::as_object_mut)
-            .flat_map(|path| path.values_mut());
-        for operation in operations {
-            let Some(parameters) = operation
-                .get_mut("parameters")
-                .and_then(Value::as_array_mut)
-            else {
-                continue;
-            };
-            for parameter in parameters {
-                if parameter["name"] != "limit" || parameter["in"] != "query" {
-                    continue;
-                }
-                let description = parameter["description"].as_str().unwrap_or_default();
-                let Some((_, max)) = stated.iter().find(|(v, _)| description.contains(v)) else {
-                    continue;
-                };
-                if let Some(schema) = parameter.get_mut("schema").and_then(Value::as_object_mut) {
-                    schema.insert("maximum".to_owned(), json!(max));
-                }
-            }
-        }
+    /// The variables a `limit` parameter's description may name, with
+    /// their values.
+    pub fn stated(&self) -> [(&'static str, u64); 2] {
+        [
+            ("SERVICE_MAX_PAGE_SIZE", self.0.max_page.into()),
+            ("SERVICE_MAX_EXPORT_DEBATES", self.0.max_export.into()),
+        ]
+    }
+
+    /// States the batch body's `maxItems` in the published document.
+    pub fn fit_batch(&self, doc: &mut Value) {
         let ids = "/components/schemas/BatchBody/properties/debate_ids";
         if let Some(ids) = doc.pointer_mut(ids).and_then(Value::as_object_mut) {
             ids.insert("maxItems".to_owned(), json!(self.0.max_batch));
+        }
+    }
+}
+
+/// States the deployment's values in the published document: every query
+/// parameter `limit` whose description names one of `stated`'s variables
+/// gets its value as the maximum.
+pub fn fit_limits(doc: &mut Value, stated: &[(&str, u64)]) {
+    let operations = doc
+        .get_mut("paths")
+        .and_then(Value::as_object_mut)
+        .into_iter()
+        .flat_map(|paths| paths.values_mut())
+        .filter_map(Value::as_object_mut)
+        .flat_map(|path| path.values_mut());
+    for operation in operations {
+        let Some(parameters) = operation
+            .get_mut("parameters")
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for parameter in parameters {
+            if parameter["name"] != "limit" || parameter["in"] != "query" {
+                continue;
+            }
+            let description = parameter["description"].as_str().unwrap_or_default();
+            let Some((_, max)) = stated.iter().find(|(v, _)| description.contains(v)) else {
+                continue;
+            };
+            if let Some(schema) = parameter.get_mut("schema").and_then(Value::as_object_mut) {
+                schema.insert("maximum".to_owned(), json!(max));
+            }
         }
     }
 }

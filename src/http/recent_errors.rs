@@ -12,9 +12,6 @@ use utoipa::ToSchema;
 
 use super::error::ErrorReport;
 
-/// How many errors are kept.
-pub const CAPACITY: usize = 200;
-
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RecordedError {
     pub timestamp: DateTime<Utc>,
@@ -41,15 +38,29 @@ impl RecordedError {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+/// The ring, holding at most `SERVICE_RECENT_ERRORS` errors.
+#[derive(Debug, Clone)]
 pub struct RecentErrors {
     ring: Arc<Mutex<VecDeque<RecordedError>>>,
+    capacity: usize,
 }
 
 impl RecentErrors {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            ring: Arc::default(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// How many errors are kept.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     pub fn record(&self, error: RecordedError) {
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-        if ring.len() == CAPACITY {
+        while ring.len() >= self.capacity {
             ring.pop_front();
         }
         ring.push_back(error);

@@ -41,7 +41,7 @@ impl HttpState {
     pub fn new(settings: &Settings) -> Result<Self, RedisError> {
         Ok(Self {
             limiter: RateLimiter::new(&settings.rate_limits)?,
-            recent_errors: RecentErrors::default(),
+            recent_errors: RecentErrors::new(settings.http.recent_errors),
             max_header_bytes: settings.http.connections.max_header_bytes,
             details: Arc::new(RenderedDetails::new(settings.http.detail_cache_bytes)),
             lag: Arc::default(),

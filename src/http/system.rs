@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use super::error::ApiError;
 use super::extract::ApiQuery;
 use super::ratelimit::{Action, AuthPath, Backend, PathLimit, Principal, Quota, Tier};
-use super::recent_errors::{CAPACITY, RecordedError};
+use super::recent_errors::RecordedError;
 use super::routes::{RouteSpec, RouteTable, Routes};
 use super::version::ListLinks;
 use crate::auth::rbac::Permission;
@@ -38,7 +38,8 @@ pub fn routes() -> Routes {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ErrorsQuery {
-    /// How many errors, newest first: 1 to 200, default 20.
+    /// How many errors, newest first: 1 to SERVICE_RECENT_ERRORS (default
+    /// 200), the most held; default 20.
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
 }
@@ -59,17 +60,18 @@ async fn recent_errors(
     State(http): State<HttpState>,
     ApiQuery(query): ApiQuery<ErrorsQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let limit = query.limit.unwrap_or(20);
-    if !(1..=CAPACITY as u32).contains(&limit) {
+    let capacity = http.recent_errors.capacity();
+    let limit = query.limit.unwrap_or(20.min(capacity as u32));
+    if !(1..=capacity).contains(&(limit as usize)) {
         return Err(ApiError::bad_request(format!(
-            "limit must be between 1 and {CAPACITY}, not {limit}"
+            "limit must be between 1 and {capacity}, not {limit}"
         )));
     }
     let (errors, total) = http.recent_errors.latest(limit as usize);
     let page = RecentErrorsPage {
         errors,
         total,
-        capacity: CAPACITY,
+        capacity,
     };
     Ok((Extension(ListLinks::default()), Json(page)))
 }
@@ -262,7 +264,7 @@ pub fn errors_json(http: &HttpState, limit: usize) -> serde_json::Value {
     serde_json::to_value(RecentErrorsPage {
         errors,
         total,
-        capacity: CAPACITY,
+        capacity: http.recent_errors.capacity(),
     })
     .unwrap_or_default()
 }

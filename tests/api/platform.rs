@@ -327,6 +327,55 @@ async fn bad_bodies_are_refused_clearly_and_internal_causes_stay_inside() {
     assert!(recent["total"].as_u64().unwrap() >= 10);
 }
 
+/// The ring of recent errors holds what `SERVICE_RECENT_ERRORS` says, and
+/// the published `limit` says the same.
+#[tokio::test]
+async fn recent_errors_keep_what_the_deployment_says() {
+    let (base, _dir) = spawn_test_routes(&[("SERVICE_RECENT_ERRORS", "3")]).await;
+    let c = crate::support::client();
+    for _ in 0..5 {
+        let (r, _) = send(
+            &c,
+            Method::GET,
+            &format!("{base}/api/test/broken"),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 500);
+    }
+    let errors = |query: &'static str| {
+        let url = format!("{base}/api/system/errors{query}");
+        let c = c.clone();
+        async move { send(&c, Method::GET, &url, &[], None).await }
+    };
+    // The default page (20) is more than is held: it is what is held.
+    for query in ["", "?limit=3"] {
+        let (r, recent) = errors(query).await;
+        assert_eq!(r.status, 200, "{recent}");
+        assert_eq!(recent["errors"].as_array().unwrap().len(), 3, "{recent}");
+        assert_eq!(
+            (&recent["total"], &recent["capacity"]),
+            (&json!(3), &json!(3))
+        );
+    }
+    let (r, refused) = errors("?limit=4").await;
+    assert_eq!((r.status, &refused["code"]), (400, &json!("BAD_REQUEST")));
+    let (_, doc) = send(
+        &c,
+        Method::GET,
+        &format!("{base}/api/openapi.json"),
+        &[],
+        None,
+    )
+    .await;
+    let params = doc["paths"]["/api/system/errors"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let limit = params.iter().find(|p| p["name"] == "limit").unwrap();
+    assert_eq!(limit["schema"]["maximum"], 3, "{limit}");
+}
+
 #[tokio::test]
 async fn versions_are_chosen_echoed_wrapped_and_deprecated() {
     let spawned = spawn_app(Kind::Sqlite).await;
