@@ -14,11 +14,6 @@ use super::{Auth, AuthError, Caller};
 use crate::crypto::secrets::{random_token, sha256_hex};
 use crate::mail::Mail;
 
-/// How long an email-verification link works.
-pub const VERIFICATION_HOURS: i64 = 24;
-/// How long an invitation works.
-pub const INVITE_DAYS: i64 = 7;
-
 /// An invitation as its link reveals it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InviteCheck {
@@ -67,9 +62,10 @@ impl Auth {
     pub async fn send_verification(&self, account: &Account) -> Result<bool, AuthError> {
         let secret = random_token(32);
         let now = self.clock().now();
+        let hours = self.settings().verification_hours;
         let issue = AccountCommand::IssueVerification {
             token_hash: sha256_hex(&secret),
-            expires_at: now + Duration::hours(VERIFICATION_HOURS),
+            expires_at: now + Duration::hours(hours.into()),
             at: now,
         };
         self.command(&account.user_id, issue, &account.user_id)
@@ -86,7 +82,7 @@ impl Auth {
                 body: format!(
                     "Hello {},\n\nOpen this link to verify your email address:\n\n{link}\n\n\
                  or POST {{\"token\": \"{token}\"}} to /api/v1/auth/verify-email.\n\
-                 The link works once, for {VERIFICATION_HOURS} hours.\n",
+                 The link works once, for {hours} hours.\n",
                     account.name
                 ),
             })
@@ -170,7 +166,8 @@ impl Auth {
         let invite_id = uuid::Uuid::new_v4().to_string();
         let secret = random_token(32);
         let now = self.clock().now();
-        let expires_at = now + Duration::days(INVITE_DAYS);
+        let days = self.settings().invite_days;
+        let expires_at = now + Duration::days(days.into());
         let invite = OrganizationCommand::Invite {
             invite_id: invite_id.clone(),
             email: email.clone(),
@@ -195,7 +192,7 @@ impl Auth {
                  See the invitation: {base}/api/v1/auth/check-invite?token={token}\n\n\
                  Accept it by POSTing {{\"token\": \"{token}\"}} to {base}/api/v1/auth/accept-invite \
                  (signed in, or with \"name\" and \"password\" to create your account).\n\
-                 The invitation works once, for {INVITE_DAYS} days.\n",
+                 The invitation works once, for {days} days.\n",
                 account.name,
                 org.name,
                 role.as_str()

@@ -8,9 +8,6 @@ use utoipa::ToSchema;
 use super::{Auth, AuthError};
 use crate::crypto::jwt::{Claims, TokenType};
 
-/// How long the password step of an MFA sign-in stays good.
-pub const MFA_TOKEN_SECONDS: i64 = 300;
-
 /// What a successful sign-in or refresh returns.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TokenPair {
@@ -84,7 +81,7 @@ impl Auth {
     ) -> Result<String, AuthError> {
         let now = self.clock().unix();
         let claims = Claims {
-            exp: now + MFA_TOKEN_SECONDS,
+            exp: now + i64::from(self.settings().mfa_step_seconds),
             iat: now,
             sub: user_id.to_owned(),
             jti: uuid::Uuid::new_v4().to_string(),

@@ -32,6 +32,16 @@ pub struct AuthSettings {
     /// `SERVICE_SESSION_INACTIVITY_TIMEOUT`: seconds without use before a
     /// session ends. Default 86400.
     pub inactivity_timeout: Duration,
+    /// `SERVICE_EMAIL_VERIFICATION_HOURS`: how long an email-verification
+    /// link works. Default 24.
+    pub verification_hours: u32,
+    /// `SERVICE_INVITE_DAYS`: how long an organization invitation works.
+    /// Default 7.
+    pub invite_days: u32,
+    /// `SERVICE_MFA_STEP_SECONDS`: how long a sign-in that passed its
+    /// password (or identity provider) may take to give its second factor.
+    /// Default 300.
+    pub mfa_step_seconds: u32,
     /// `SERVICE_API_TOKEN`: a static bearer credential with the `admin` role.
     pub api_token: Option<Secret>,
     /// `SERVICE_ADMIN_EMAILS`: accounts with these emails get the `admin` role.
@@ -123,6 +133,14 @@ impl AuthSettings {
                 vars.within_u32("SERVICE_SESSION_INACTIVITY_TIMEOUT", 1, 31_536_000, 86_400)?
                     .into(),
             ),
+            verification_hours: vars.within_u32(
+                "SERVICE_EMAIL_VERIFICATION_HOURS",
+                1,
+                8_760,
+                24,
+            )?,
+            invite_days: vars.within_u32("SERVICE_INVITE_DAYS", 1, 365, 7)?,
+            mfa_step_seconds: vars.within_u32("SERVICE_MFA_STEP_SECONDS", 30, 3_600, 300)?,
             api_token,
             admin_emails: vars
                 .list("SERVICE_ADMIN_EMAILS")

@@ -473,3 +473,39 @@ fn agent_calls_and_breakers_follow_their_variables() {
         assert_eq!(err.variable, variable, "{value}");
     }
 }
+
+#[test]
+fn mail_links_and_the_mfa_step_last_as_their_variables_say() {
+    let auth = settings(&[]).unwrap().auth;
+    assert_eq!(
+        (
+            auth.verification_hours,
+            auth.invite_days,
+            auth.mfa_step_seconds
+        ),
+        (24, 7, 300)
+    );
+    let tuned = settings(&[
+        ("SERVICE_EMAIL_VERIFICATION_HOURS", "48"),
+        ("SERVICE_INVITE_DAYS", "30"),
+        ("SERVICE_MFA_STEP_SECONDS", "600"),
+    ])
+    .unwrap()
+    .auth;
+    assert_eq!(
+        (
+            tuned.verification_hours,
+            tuned.invite_days,
+            tuned.mfa_step_seconds
+        ),
+        (48, 30, 600)
+    );
+    for (variable, value) in [
+        ("SERVICE_EMAIL_VERIFICATION_HOURS", "0"),
+        ("SERVICE_INVITE_DAYS", "366"),
+        ("SERVICE_MFA_STEP_SECONDS", "29"),
+    ] {
+        let err = settings(&[(variable, value)]).unwrap_err();
+        assert_eq!(err.variable, variable, "{value}");
+    }
+}

@@ -450,6 +450,47 @@ async fn a_verification_token_expires_after_24_hours() {
     spawned.stop.cancel();
 }
 
+/// How long mail links work is the deployment's, and their mails say it.
+#[tokio::test]
+async fn mail_links_last_as_long_as_their_variables_say() {
+    let fake = FakeSmtp::start().await;
+    let spawned = spawn_with(
+        Kind::Sqlite,
+        &[
+            ("SERVICE_SMTP_URL", &fake.url()),
+            ("SERVICE_PUBLIC_URL", PUBLIC_URL),
+            ("SERVICE_MAIL_FROM", MAIL_FROM),
+            ("SERVICE_EMAIL_VERIFICATION_HOURS", "2"),
+            ("SERVICE_INVITE_DAYS", "30"),
+        ],
+    )
+    .await;
+    let base = &spawned.base;
+    signup(base, "ezra@example.com").await;
+    let mail = mails(&fake, 1).await[0].body();
+    assert!(mail.contains("for 2 hours"), "{mail}");
+    spawned.app.clock.advance(Duration::from_secs(3 * 3600));
+    let token = token_in(&mail);
+    let (status, body) = post(
+        base,
+        "/api/v1/auth/verify-email",
+        None,
+        json!({"token": token}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+
+    // An invitation outlives the default week.
+    let (owner, _) = owner_of(base, "olga@example.com", "Olga's").await;
+    invite(base, &owner, "ivan@example.com", "member").await;
+    let mail = mails(&fake, 2).await.pop().unwrap().body();
+    assert!(mail.contains("for 30 days"), "{mail}");
+    spawned.app.clock.advance(Duration::from_secs(20 * 86_400));
+    let (status, body) = accept_as_new(base, &token_in(&mail), "Ivan").await;
+    assert!(status < 300, "{status}: {body}");
+    spawned.stop.cancel();
+}
+
 #[tokio::test]
 async fn resending_the_verification_replaces_the_earlier_token() {
     let fake = FakeSmtp::start().await;
