@@ -6,7 +6,11 @@
 //! HTML fragments (the live page's) queued one after another go out as one
 //! message: a page swaps all of a message's fragments in one go, so agents
 //! streaming at once cost each watching page one parse and one paint, not
-//! one per agent.
+//! one per agent. But never two fragments replacing the same element: a
+//! page resolves a message's targets before it swaps, so the second would
+//! land on the element the first took out (a debate's end came with its
+//! first vote's header and left the page saying "running", and three votes
+//! showed one); such a fragment starts the next message instead.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -32,6 +36,8 @@ struct Queued {
     text: Arc<str>,
     /// An HTML fragment, joined with the fragments next to it.
     fragment: bool,
+    /// The ids of the elements the fragment replaces whole.
+    replaces: Vec<Box<str>>,
 }
 
 impl Queue {
@@ -52,8 +58,12 @@ impl Queue {
             return Some(first.text);
         }
         let mut joined = String::from(&*first.text);
-        while let Some(next) = self.frames.pop_front_if(|next| next.fragment) {
+        let mut replaced = first.replaces;
+        while let Some(next) = self.frames.pop_front_if(|next| {
+            next.fragment && !next.replaces.iter().any(|id| replaced.contains(id))
+        }) {
             joined.push_str(&next.text);
+            replaced.extend(next.replaces);
             self.unflushed += 1;
         }
         Some(joined.into())
@@ -113,7 +123,16 @@ impl<'a> Outbox<'a> {
         if !self.queue.has_room() {
             return Err(PushError::Slow);
         }
-        self.queue.frames.push_back(Queued { text, fragment });
+        let replaces = if fragment {
+            replaced_ids(&text)
+        } else {
+            Vec::new()
+        };
+        self.queue.frames.push_back(Queued {
+            text,
+            fragment,
+            replaces,
+        });
         Ok(())
     }
 
@@ -145,6 +164,24 @@ impl<'a> Outbox<'a> {
         }
         Ok(())
     }
+}
+
+/// The ids of the top-level elements `html` replaces whole: those marked
+/// `hx-swap-oob="true"` (an append or an inner swap leaves its target in
+/// place, so two of them in one message both land).
+fn replaced_ids(html: &str) -> Vec<Box<str>> {
+    const MARK: &str = " hx-swap-oob=\"true\"";
+    const ID: &str = " id=\"";
+    let mut ids = Vec::new();
+    for (at, _) in html.match_indices(MARK) {
+        let tag = html[..at].rfind('<').map_or("", |open| &html[open..at]);
+        if let Some(start) = tag.find(ID).map(|i| i + ID.len())
+            && let Some(len) = tag[start..].find('"')
+        {
+            ids.push(tag[start..start + len].into());
+        }
+    }
+    ids
 }
 
 impl std::fmt::Debug for Outbox<'_> {
@@ -209,5 +246,41 @@ mod tests {
         let expected: Vec<Arc<str>> = ["<a><b>", "{}", "<c>", "{}", "{}"].map(Arc::from).into();
         assert_eq!(messages, expected);
         assert_eq!(queue.used(), 6, "each fragment counts against the buffer");
+    }
+
+    #[tokio::test]
+    async fn a_fragment_replacing_an_element_already_in_the_message_starts_the_next() {
+        let mut queue = Queue::new(16);
+        let mut drain = Drain(Vec::new());
+        let mut out = Outbox::new(&mut queue, &mut drain);
+        let header = |status: &str| {
+            format!(r#"<dl class="facts" id="facts" hx-swap-oob="true"><dd>{status}</dd></dl>"#)
+        };
+        let votes = |n: u32| {
+            format!(
+                r#"<section id="votes" aria-labelledby="votes-title" hx-swap-oob="true">{n}</section>"#
+            )
+        };
+        let said = r#"<div hx-swap-oob="innerHTML:#announcer">said</div>"#;
+        let piece = r#"<div hx-swap-oob="beforeend:#t-1">more</div>"#;
+        for fragment in [
+            header("running") + &votes(1) + said,
+            votes(2) + said,
+            piece.to_owned(),
+            piece.to_owned(),
+            header("completed") + said,
+        ] {
+            out.send_fragment(fragment.into(), false).await.unwrap();
+        }
+        let messages: Vec<_> = std::iter::from_fn(|| queue.hand_over()).collect();
+        let expected = [
+            header("running") + &votes(1) + said,
+            votes(2) + said + piece + piece + &header("completed") + said,
+        ];
+        assert_eq!(messages, expected.clone().map(Arc::<str>::from).to_vec());
+        assert_eq!(
+            replaced_ids(&expected[1]),
+            ["votes", "facts"].map(Box::<str>::from).to_vec()
+        );
     }
 }

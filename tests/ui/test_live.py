@@ -77,6 +77,10 @@ def test_text_streams_before_its_message_then_the_consensus(slow_agon, watched):
     wait_finished(page)
     page.get_by_role("heading", name="Consensus").first.wait_for()
     assert page.locator("meter#confidence").count() == 1
+    # The end often arrives in one message with the last votes, each
+    # replacing the elements the first vote's fragments replaced.
+    assert page.locator("#facts .tag").inner_text() == "completed"
+    assert page.locator("#votes tbody tr").count() == 3
     assert_each_contribution_once(slow_agon, page, debate_id)
     assert_inert(page)
     assert_no_token_readable(page)
