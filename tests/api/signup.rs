@@ -150,6 +150,12 @@ async fn invite_token(fake: &FakeSmtp, count: usize, email: &str) -> String {
     token_in(&mail.body())
 }
 
+/// POSTs `token` to /api/v1/auth/verify-email; returns (status, body).
+async fn verify(base: &str, token: impl std::fmt::Display) -> (u16, Value) {
+    let body = json!({"token": token.to_string()});
+    post(base, "/api/v1/auth/verify-email", None, body).await
+}
+
 /// Accepts `token` by creating the invited account; returns (status, body).
 async fn accept_as_new(base: &str, token: &str, name: &str) -> (u16, Value) {
     post(
@@ -292,26 +298,14 @@ async fn a_verification_token_works_once_by_post() {
     let (_, before) = get(base, "/api/auth/me", Some(&access)).await;
     assert_eq!(before["email_verified"], false, "{before}");
 
-    let (status, body) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": token}),
-    )
-    .await;
+    let (status, body) = verify(base, token).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["success"], true);
 
     let profile = profile_when(base, &access, |p| p["email_verified"] == true).await;
     assert_eq!(profile["email_verified"], true, "{profile}");
 
-    let (status, again) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": token}),
-    )
-    .await;
+    let (status, again) = verify(base, token).await;
     assert_eq!(status, 409, "{again}");
     assert_eq!(again["error"], "Email is already verified");
     let (status, by_link) = get(
@@ -369,13 +363,7 @@ async fn bad_verification_tokens_are_refused() {
         unknown_user.as_str(),
         wrong_secret.as_str(),
     ] {
-        let (status, body) = post(
-            base,
-            "/api/v1/auth/verify-email",
-            None,
-            json!({"token": bad}),
-        )
-        .await;
+        let (status, body) = verify(base, bad).await;
         assert_eq!(status, 404, "an unknown token, {bad:?}: {body}");
         assert!(body["error"].is_string(), "{body}");
     }
@@ -395,13 +383,7 @@ async fn bad_verification_tokens_are_refused() {
     .await;
     assert_eq!(status, 422, "unknown fields are refused");
 
-    let (status, body) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": token}),
-    )
-    .await;
+    let (status, body) = verify(base, token).await;
     assert_eq!(
         status, 200,
         "bad attempts leave the real token working: {body}"
@@ -418,13 +400,7 @@ async fn a_verification_token_expires_after_24_hours() {
     let token = token_in(&mails(&fake, 1).await[0].body());
 
     spawned.app.clock.advance(Duration::from_secs(25 * 3600));
-    let (status, body) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": token}),
-    )
-    .await;
+    let (status, body) = verify(base, token).await;
     assert_eq!(status, 409, "an expired token: {body}");
     assert_eq!(body["error"], "Verification token expired");
 
@@ -439,13 +415,7 @@ async fn a_verification_token_expires_after_24_hours() {
     .await;
     assert_eq!(status, 200, "{body}");
     let fresh = token_in(&mails(&fake, 2).await[1].body());
-    let (status, body) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": fresh}),
-    )
-    .await;
+    let (status, body) = verify(base, fresh).await;
     assert_eq!(status, 200, "{body}");
     spawned.stop.cancel();
 }
@@ -471,13 +441,7 @@ async fn mail_links_last_as_long_as_their_variables_say() {
     assert!(mail.contains("for 2 hours"), "{mail}");
     spawned.app.clock.advance(Duration::from_secs(3 * 3600));
     let token = token_in(&mail);
-    let (status, body) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": token}),
-    )
-    .await;
+    let (status, body) = verify(base, token).await;
     assert_eq!(status, 409, "{body}");
 
     // An invitation outlives the default week.
@@ -519,21 +483,9 @@ async fn resending_the_verification_replaces_the_earlier_token() {
     let second = token_in(&resent.body());
     assert_ne!(first, second);
 
-    let (status, body) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": first}),
-    )
-    .await;
+    let (status, body) = verify(base, first).await;
     assert_eq!(status, 404, "the earlier token stopped working: {body}");
-    let (status, body) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": second}),
-    )
-    .await;
+    let (status, body) = verify(base, second).await;
     assert_eq!(status, 200, "{body}");
 
     let (status, body) = post(
@@ -617,13 +569,7 @@ async fn errors_under_api_v1_take_the_v1_form() {
     assert_eq!(status, 422);
     assert!(invalid["error"].is_string(), "{invalid}");
     assert_eq!(invalid["status"], 422, "{invalid}");
-    let (status, unknown) = post(
-        base,
-        "/api/v1/auth/verify-email",
-        None,
-        json!({"token": "nonsense"}),
-    )
-    .await;
+    let (status, unknown) = verify(base, "nonsense").await;
     assert_eq!(status, 404);
     assert!(unknown["error"].is_string(), "{unknown}");
     assert_eq!(unknown["status"], 404, "{unknown}");
