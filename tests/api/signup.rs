@@ -151,8 +151,8 @@ async fn invite_token(fake: &FakeSmtp, count: usize, email: &str) -> String {
 }
 
 /// POSTs `token` to /api/v1/auth/verify-email; returns (status, body).
-async fn verify(base: &str, token: impl std::fmt::Display) -> (u16, Value) {
-    let body = json!({"token": token.to_string()});
+async fn verify(base: &str, token: &str) -> (u16, Value) {
+    let body = json!({"token": token});
     post(base, "/api/v1/auth/verify-email", None, body).await
 }
 
@@ -298,14 +298,14 @@ async fn a_verification_token_works_once_by_post() {
     let (_, before) = get(base, "/api/auth/me", Some(&access)).await;
     assert_eq!(before["email_verified"], false, "{before}");
 
-    let (status, body) = verify(base, token).await;
+    let (status, body) = verify(base, &token).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["success"], true);
 
     let profile = profile_when(base, &access, |p| p["email_verified"] == true).await;
     assert_eq!(profile["email_verified"], true, "{profile}");
 
-    let (status, again) = verify(base, token).await;
+    let (status, again) = verify(base, &token).await;
     assert_eq!(status, 409, "{again}");
     assert_eq!(again["error"], "Email is already verified");
     let (status, by_link) = get(
@@ -383,7 +383,7 @@ async fn bad_verification_tokens_are_refused() {
     .await;
     assert_eq!(status, 422, "unknown fields are refused");
 
-    let (status, body) = verify(base, token).await;
+    let (status, body) = verify(base, &token).await;
     assert_eq!(
         status, 200,
         "bad attempts leave the real token working: {body}"
@@ -400,7 +400,7 @@ async fn a_verification_token_expires_after_24_hours() {
     let token = token_in(&mails(&fake, 1).await[0].body());
 
     spawned.app.clock.advance(Duration::from_secs(25 * 3600));
-    let (status, body) = verify(base, token).await;
+    let (status, body) = verify(base, &token).await;
     assert_eq!(status, 409, "an expired token: {body}");
     assert_eq!(body["error"], "Verification token expired");
 
@@ -415,7 +415,7 @@ async fn a_verification_token_expires_after_24_hours() {
     .await;
     assert_eq!(status, 200, "{body}");
     let fresh = token_in(&mails(&fake, 2).await[1].body());
-    let (status, body) = verify(base, fresh).await;
+    let (status, body) = verify(base, &fresh).await;
     assert_eq!(status, 200, "{body}");
     spawned.stop.cancel();
 }
@@ -441,7 +441,7 @@ async fn mail_links_last_as_long_as_their_variables_say() {
     assert!(mail.contains("for 2 hours"), "{mail}");
     spawned.app.clock.advance(Duration::from_secs(3 * 3600));
     let token = token_in(&mail);
-    let (status, body) = verify(base, token).await;
+    let (status, body) = verify(base, &token).await;
     assert_eq!(status, 409, "{body}");
 
     // An invitation outlives the default week.
@@ -483,9 +483,9 @@ async fn resending_the_verification_replaces_the_earlier_token() {
     let second = token_in(&resent.body());
     assert_ne!(first, second);
 
-    let (status, body) = verify(base, first).await;
+    let (status, body) = verify(base, &first).await;
     assert_eq!(status, 404, "the earlier token stopped working: {body}");
-    let (status, body) = verify(base, second).await;
+    let (status, body) = verify(base, &second).await;
     assert_eq!(status, 200, "{body}");
 
     let (status, body) = post(
