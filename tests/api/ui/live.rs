@@ -518,7 +518,12 @@ async fn the_cookie_opens_the_socket_only_from_our_own_origin(kind: Kind) {
         ),
     }
     let mut own = open(upgrade(ws, &query, &jar, base)).await;
+    // Up to the connection state: the debate may end while it replays, and
+    // its end (which sets the state too) may come in a message of its own.
     let messages = fragments(&texts(&mut own, "id=\"conn\"").await);
-    assert!(messages.last().unwrap().contains("Connection: "));
+    assert!(
+        messages.iter().any(|m| m.contains("Connection: ")),
+        "{messages:?}"
+    );
     live.app.stop.cancel();
 }
